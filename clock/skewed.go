@@ -1,0 +1,59 @@
+package clock
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// NewSkewed returns a clock that reads base shifted by offset and running at
+// rate times base's speed (rate 1 = same speed, 2 = twice as fast; rate ≤ 0
+// counts as 1, and so does a rate that is not a finite number). Time is scaled
+// from the moment NewSkewed is called. It models a client whose clock is off
+// or drifts; timers wait on the skewed scale and never fire before d of
+// skewed time has passed. A timer's channel delivers the base clock's reading.
+func NewSkewed(base Clock, offset time.Duration, rate float64) Clock {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		rate = 1
+	}
+	return &skewed{base: base, origin: base.Now(), offset: offset, rate: rate}
+}
+
+type skewed struct {
+	base   Clock
+	origin time.Time
+	offset time.Duration
+	rate   float64
+}
+
+var _ Clock = (*skewed)(nil)
+
+func (s *skewed) Now() time.Time {
+	elapsed := s.base.Since(s.origin)
+	return s.origin.Add(s.offset + time.Duration(float64(elapsed)*s.rate))
+}
+
+func (s *skewed) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
+
+// NewTimer fires after d of skewed time, i.e. d/rate of base time.
+func (s *skewed) NewTimer(d time.Duration) Timer {
+	return &skewedTimer{s: s, t: s.base.NewTimer(s.toBase(d))}
+}
+
+func (s *skewed) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, s, d) }
+
+// toBase converts a skewed duration to base time, rounding up: rounding down
+// would let a timer fire before d of skewed time has passed (and a loop that
+// sleeps until a deadline on a Fake base would then spin without end).
+func (s *skewed) toBase(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d) / s.rate))
+}
+
+type skewedTimer struct {
+	s *skewed
+	t Timer
+}
+
+func (t *skewedTimer) C() <-chan time.Time        { return t.t.C() }
+func (t *skewedTimer) Stop() bool                 { return t.t.Stop() }
+func (t *skewedTimer) Reset(d time.Duration) bool { return t.t.Reset(t.s.toBase(d)) }

@@ -1,0 +1,67 @@
+// Package redistest starts real redis-server processes for tests, on
+// ephemeral loopback ports, and removes them when the test ends.
+package redistest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/internal/redisproc"
+)
+
+// Option changes the config of the started nodes.
+type Option func(*redisproc.Config)
+
+// WithAOF turns on the append-only file with appendfsync always.
+func WithAOF() Option { return func(c *redisproc.Config) { c.AOF = true } }
+
+// WithEnv adds environment variables to the server processes.
+func WithEnv(env ...string) Option {
+	return func(c *redisproc.Config) { c.Env = append(c.Env, env...) }
+}
+
+// Start starts one node; it is closed at the end of the test. The test fails
+// at once when redis-server is not installed or does not start.
+func Start(t testing.TB, opts ...Option) *redisproc.Proc {
+	t.Helper()
+	var cfg redisproc.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := redisproc.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// StartN starts n nodes.
+func StartN(t testing.TB, n int, opts ...Option) []*redisproc.Proc {
+	t.Helper()
+	procs := make([]*redisproc.Proc, n)
+	for i := range procs {
+		procs[i] = Start(t, opts...)
+	}
+	return procs
+}
+
+// Client returns a go-redis client for p, closed at the end of the test.
+func Client(t testing.TB, p *redisproc.Proc) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Clients returns one client per node, as the redlock API takes them.
+func Clients(t testing.TB, procs []*redisproc.Proc) []redis.UniversalClient {
+	t.Helper()
+	cs := make([]redis.UniversalClient, len(procs))
+	for i, p := range procs {
+		cs[i] = Client(t, p)
+	}
+	return cs
+}

@@ -1,0 +1,116 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client acquires locks on a fixed set of independent Redis nodes. It is safe
+// for concurrent use. Close stops its background work; the redis clients
+// passed to New stay the caller's to close.
+type Client struct {
+	cfg    config
+	nodes  []node
+	quorum int
+
+	bg      sync.WaitGroup // background releases, heals and watchdogs
+	closing chan struct{}  // closed by Close
+	once    sync.Once
+
+	waiters *waitQueues
+}
+
+type node struct {
+	index int
+	addr  string
+	rdb   redis.UniversalClient
+}
+
+// New returns a Client over nodes: independent Redis servers (each may be a
+// standalone server, a Sentinel-managed primary or a Redis Cluster), of which
+// a majority must grant a lock. nodes must be non-empty, without nil entries
+// and without the same server twice.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, invalid("no nodes")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := &Client{
+		cfg:     cfg,
+		nodes:   make([]node, len(nodes)),
+		quorum:  len(nodes)/2 + 1,
+		closing: make(chan struct{}),
+	}
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil || (reflect.ValueOf(n).Kind() == reflect.Pointer && reflect.ValueOf(n).IsNil()) {
+			return nil, invalid("node %d is nil", i)
+		}
+		addr := nodeAddr(n, i)
+		if j, dup := seen[addr]; dup {
+			return nil, invalid("nodes %d and %d are the same server %s (it would count twice toward quorum)", j, i, addr)
+		}
+		seen[addr] = i
+		c.nodes[i] = node{index: i, addr: addr, rdb: n}
+	}
+	c.waiters = newWaitQueues(c)
+	return c, nil
+}
+
+// nodeAddr names a node for errors and duplicate detection.
+func nodeAddr(n redis.UniversalClient, i int) string {
+	switch v := n.(type) {
+	case *redis.Client:
+		return v.Options().Addr
+	case *redis.ClusterClient:
+		return fmt.Sprint("cluster", v.Options().Addrs)
+	case *redis.Ring:
+		return fmt.Sprint("ring", v.Options().Addrs)
+	}
+	return fmt.Sprintf("%T@%p", n, n)
+}
+
+// Quorum is the number of nodes that must grant a lock: N/2+1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// Nodes is the number of nodes.
+func (c *Client) Nodes() int { return len(c.nodes) }
+
+// Close stops the client's background work: watchdogs, pub/sub listeners,
+// and the releases still on the wire (each bounded by its node timeout). Locks
+// held stay held until their TTL runs out. It does not close the redis
+// clients passed to New. Close is idempotent.
+func (c *Client) Close() error {
+	c.once.Do(func() {
+		close(c.closing)
+		c.waiters.close()
+	})
+	c.bg.Wait()
+	return nil
+}
+
+// goBackground runs f tracked by Close.
+func (c *Client) goBackground(f func()) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
+}
+
+// nodeErr records a node failure and returns it as a *NodeError.
+func (c *Client) nodeErr(i int, err error) *NodeError {
+	ne := &NodeError{Node: i, Addr: c.nodes[i].addr, Err: err}
+	c.cfg.observer.NodeError(ne)
+	c.cfg.logger.LogAttrs(context.Background(), slog.LevelDebug, "redlock: node error",
+		slog.Int("node", i), slog.String("addr", c.nodes[i].addr), slog.Any("err", err))
+	return ne
+}

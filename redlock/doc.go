@@ -1,0 +1,18 @@
+// Package redlock is a distributed lock on N independent Redis nodes (the
+// Redlock algorithm) whose holds carry fencing tokens that stay strictly
+// monotonic through node failures: if an acquisition B starts after an
+// acquisition A of the same key returned, B's token is larger than A's — with
+// no assumption about clocks, pauses or network delays. A hold needs a
+// majority of nodes (N/2+1) to grant it and is valid until Until(), on the
+// client's clock, minus a drift allowance.
+//
+// What rests on what: mutual exclusion rests on timing (bounded clock drift
+// between nodes, holders that stop using the lock by Until); the token's
+// monotonicity rests only on each node's fence counter surviving, which is
+// why strict fencing wants nodes with appendonly yes and appendfsync always.
+// A node that comes back empty counts as failed; the next acquisitions that
+// reach it heal its counter. Storage that checks tokens (package fencing)
+// turns the token into safety even when the timing assumptions break.
+//
+// A Client is safe for concurrent use, and so is a Lock.
+package redlock

@@ -1,0 +1,83 @@
+package redlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/internal/redisproc"
+	"github.com/fencedlock/fencedlock/internal/redistest"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+type rig struct {
+	procs   []*redisproc.Proc
+	clients []redis.UniversalClient
+}
+
+// newRig starts n real redis-server nodes and a go-redis client for each.
+func newRig(t testing.TB, n int, opts ...redistest.Option) *rig {
+	t.Helper()
+	procs := redistest.StartN(t, n, opts...)
+	cs := make([]redis.UniversalClient, n)
+	for i, p := range procs {
+		// Low dial/read timeouts and no retries, so a dead node fails fast
+		// even where the test does not set a node timeout.
+		c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		cs[i] = c
+	}
+	return &rig{procs: procs, clients: cs}
+}
+
+func (r *rig) client(t testing.TB, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(r.clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// holders counts the nodes whose key holds value.
+func (r *rig) holders(t *testing.T, key, value string) int {
+	t.Helper()
+	n := 0
+	for _, c := range r.clients {
+		v, err := c.Get(t.Context(), key).Result()
+		if err == nil && v == value {
+			n++
+		}
+	}
+	return n
+}
+
+// anyKey counts the live nodes where key exists at all.
+func (r *rig) anyKey(t *testing.T, key string) int {
+	t.Helper()
+	n := 0
+	for i, c := range r.clients {
+		if !r.procs[i].Running() {
+			continue
+		}
+		if c.Exists(t.Context(), key).Val() == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// settled waits until every node holds key with value: the grants decided
+// after the quorum have all landed (polling a server condition, bounded).
+func (r *rig) settled(t *testing.T, key, value string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.holders(t, key, value) < len(r.clients) {
+		if time.Now().After(deadline) {
+			t.Fatalf("key %q held on %d of %d nodes", key, r.holders(t, key, value), len(r.clients))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,235 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+)
+
+// Lock is one hold of a key on a quorum of nodes. It is safe for concurrent
+// use.
+//
+// What is not guaranteed: the hold can end before Unlock — the TTL runs out,
+// a process pause outlasts the validity, nodes lose their data. Done() tells
+// when the client knows it ended, but a paused holder cannot know. Protect
+// writes with Token() and a fencing Guard on the storage side: that is what
+// keeps a former holder from doing harm.
+type Lock struct {
+	a     *attempt
+	token uint64
+
+	mu       sync.Mutex // protects the fields below
+	until    time.Time
+	ended    bool          // done is closed
+	unlocked bool          // Unlock was called
+	expiry   clock.Timer   // fires at until, once Done() was asked for
+	watch    chan struct{} // closed to stop the watchdog; nil when none
+	done     chan struct{}
+}
+
+func newLock(a *attempt, token uint64, until time.Time) *Lock {
+	return &Lock{a: a, token: token, until: until, done: make(chan struct{})}
+}
+
+// Key is the locked key, exactly as given (so `redis-cli PTTL key` works).
+func (l *Lock) Key() string { return l.a.key }
+
+// Value is the random value that marks this hold on the nodes.
+func (l *Lock) Value() string { return l.a.value }
+
+// Token is the fencing token: > 0, and larger than the token of every hold of
+// this key that was acquired before this one's attempt began.
+func (l *Lock) Token() uint64 { return l.token }
+
+// Until is the end of validity on the client's clock: after it, another
+// client may acquire the key.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// TTL is the validity left now, on the client's clock; ≤ 0 once it ran out.
+func (l *Lock) TTL() time.Duration { return l.Until().Sub(l.a.c.cfg.clock.Now()) }
+
+// Done is closed when the hold ends: Unlock, validity ran out, an extension
+// failed, or the Client was closed (its watchdog stopped).
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended && l.expiry == nil {
+		l.expiry = l.a.c.cfg.clock.NewTimer(l.until.Sub(l.a.c.cfg.clock.Now()))
+		l.a.c.goBackground(l.watchExpiry)
+	}
+	return l.done
+}
+
+// watchExpiry closes done when the validity runs out.
+func (l *Lock) watchExpiry() {
+	c := l.a.c
+	for {
+		select {
+		case <-l.expiry.C():
+			l.mu.Lock()
+			left := l.until.Sub(c.cfg.clock.Now())
+			if left > 0 && !l.ended { // extended meanwhile
+				l.expiry.Reset(left)
+				l.mu.Unlock()
+				continue
+			}
+			l.mu.Unlock()
+			l.end(true)
+			return
+		case <-l.done:
+			return
+		case <-c.closing:
+			l.end(true)
+			return
+		}
+	}
+}
+
+// end closes done once; lost says whether the hold ended other than by Unlock.
+func (l *Lock) end(lost bool) {
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
+	l.ended = true
+	close(l.done)
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
+	if l.watch != nil {
+		close(l.watch)
+	}
+	l.mu.Unlock()
+	if lost {
+		c := l.a.c
+		c.cfg.observer.Lost(l.a.key, l.token)
+		c.cfg.logger.Warn("redlock: lock lost", "key", l.a.key, "token", l.token)
+	}
+}
+
+// Extend sets the hold's TTL to ttl on a quorum of nodes, only where the key
+// still holds this hold's value (a vanished key is never re-created). On
+// success Until moves to the attempt's start + ttl − drift. When fewer than a
+// quorum still hold it, or no validity would be left, Extend returns
+// ErrLockLost and Done closes. If ctx ends first, Extend returns ctx.Err()
+// and the hold keeps its previous validity.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	c := l.a.c
+	if err := c.checkArgs(l.a.key, ttl); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	ended := l.ended
+	l.mu.Unlock()
+	if ended {
+		return ErrLockLost
+	}
+	start := c.cfg.clock.Now()
+	oks, errs, ctxErr := c.fanout(ctx, allNodes(len(c.nodes)), c.quorum, c.nodeTimeout(ttl), false,
+		func(ctx context.Context, i int) (bool, error) {
+			n, err := extendScript.Run(ctx, c.nodes[i].rdb, []string{l.a.key}, l.a.value, ttl.Milliseconds()).Int64()
+			return n == 1, err
+		})
+	if ctxErr != nil && oks < c.quorum {
+		return ctxErr
+	}
+	until := start.Add(ttl - c.driftOf(ttl))
+	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
+		l.end(true)
+		return errors.Join(append([]error{ErrLockLost}, errs...)...)
+	}
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return ErrLockLost
+	}
+	l.until = until
+	if l.expiry != nil {
+		l.expiry.Reset(until.Sub(c.cfg.clock.Now()))
+	}
+	l.mu.Unlock()
+	c.cfg.observer.Extended(l.a.key, l.token)
+	return nil
+}
+
+// Unlock releases the hold: compare-and-delete on every node that granted
+// it, never a bare DEL, so it cannot remove another holder's key. It returns
+// once a quorum released (nil) or that became impossible (ErrLockLost, with
+// the nodes' errors); the other releases finish in the background. The
+// releases go out even when ctx is already cancelled. Done closes. A second
+// Unlock returns ErrLockLost.
+func (l *Lock) Unlock(ctx context.Context) error {
+	c := l.a.c
+	l.mu.Lock()
+	if l.unlocked {
+		l.mu.Unlock()
+		return ErrLockLost
+	}
+	l.unlocked = true
+	l.mu.Unlock()
+	l.end(false)
+
+	// Nodes that have not answered the acquire yet release themselves when
+	// they do: a release sent now could overtake the grant.
+	var held []int
+	for _, r := range l.a.decide(abandoned, l.token) {
+		if r.granted || r.err != nil {
+			held = append(held, r.node)
+		}
+	}
+	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout, true,
+		func(ctx context.Context, i int) (bool, error) {
+			n, err := releaseScript.Run(ctx, c.nodes[i].rdb, []string{l.a.key}, l.a.value, releaseChannel(l.a.key)).Int64()
+			return n == 1, err
+		})
+	c.waiters.wake(l.a.key)
+	switch {
+	case oks >= c.quorum:
+		c.cfg.observer.Released(l.a.key, l.token)
+		return nil
+	case ctxErr != nil:
+		return ctxErr
+	}
+	c.cfg.observer.Lost(l.a.key, l.token)
+	return errors.Join(append([]error{ErrLockLost}, errs...)...)
+}
+
+// startWatchdog extends the hold at about a third of its TTL until it ends.
+func (l *Lock) startWatchdog() {
+	l.mu.Lock()
+	l.watch = make(chan struct{})
+	watch := l.watch
+	l.mu.Unlock()
+	c := l.a.c
+	ttl := l.a.ttl
+	c.goBackground(func() {
+		t := c.cfg.clock.NewTimer(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C():
+			case <-watch:
+				return
+			case <-c.closing:
+				l.end(true)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*c.nodeTimeout(ttl))
+			err := l.Extend(ctx, ttl)
+			cancel()
+			if err != nil {
+				l.end(true) // Extend did already unless it timed out as a whole
+				return
+			}
+			t.Reset(ttl / 3)
+		}
+	})
+}

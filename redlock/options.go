@@ -1,0 +1,125 @@
+package redlock
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+)
+
+// Option configures a Client. Each documents its default; zero means default.
+type Option func(*config)
+
+type config struct {
+	clock       clock.Clock
+	drift       float64
+	nodeTimeout time.Duration
+	retry       RetryStrategy
+	logger      *slog.Logger
+	observer    Observer
+}
+
+func defaultConfig() config {
+	return config{
+		clock:    clock.Real(),
+		drift:    0.01,
+		retry:    ExponentialBackoff(0, 0),
+		logger:   slog.New(discardHandler{}),
+		observer: NopObserver{},
+	}
+}
+
+// WithClock sets the clock that governs validity, backoff and the watchdog.
+// Default: clock.Real(). Network deadlines are real time regardless.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithDriftFactor sets the share of the TTL subtracted from validity for
+// clock drift between client and nodes. Default 0.01 (plus 2ms).
+func WithDriftFactor(f float64) Option {
+	return func(cfg *config) {
+		if f > 0 {
+			cfg.drift = f
+		}
+	}
+}
+
+// WithNodeTimeout bounds each call to one node. Default: a twentieth of the
+// TTL of the call, between 5ms and 500ms, so a dead node costs a small
+// fraction of the TTL and never the whole of it.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(cfg *config) {
+		if d > 0 {
+			cfg.nodeTimeout = d
+		}
+	}
+}
+
+// WithRetry sets the retry strategy of Lock and Do. Default:
+// ExponentialBackoff(4ms, 128ms), woken early by releases.
+func WithRetry(s RetryStrategy) Option {
+	return func(cfg *config) {
+		if s != nil {
+			cfg.retry = s
+		}
+	}
+}
+
+// WithLogger sets the logger for node errors and lost locks (at Debug and
+// Warn). Default: discard.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) {
+		if l != nil {
+			cfg.logger = l
+		}
+	}
+}
+
+// WithObserver sets hooks for metrics. Default: NopObserver.
+func WithObserver(o Observer) Option {
+	return func(cfg *config) {
+		if o != nil {
+			cfg.observer = o
+		}
+	}
+}
+
+// LockOption configures one TryLock, Lock or Do call.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	autoExtend bool
+	retry      RetryStrategy
+}
+
+// AutoExtend starts a watchdog that extends the hold at about a third of its
+// TTL until Unlock. When an extension fails, Done() closes at once. Off by
+// default for TryLock and Lock; Do always auto-extends.
+func AutoExtend() LockOption { return func(c *lockConfig) { c.autoExtend = true } }
+
+// WithLockRetry overrides the client's retry strategy for one Lock or Do call.
+func WithLockRetry(s RetryStrategy) LockOption {
+	return func(c *lockConfig) {
+		if s != nil {
+			c.retry = s
+		}
+	}
+}
+
+// nodeTimeout is the per-node deadline for a call with the given ttl.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	if c.cfg.nodeTimeout > 0 {
+		return c.cfg.nodeTimeout
+	}
+	return min(max(ttl/20, 5*time.Millisecond), 500*time.Millisecond)
+}
+
+// driftOf is the part of the ttl that validity gives up for clock drift.
+func (c *Client) driftOf(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.cfg.drift) + 2*time.Millisecond
+}

@@ -1,0 +1,69 @@
+package redlock
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// RetryStrategy tells a blocking Lock how long to wait before attempt number
+// attempt (1 for the first retry). ok = false stops retrying: Lock then
+// returns ErrNotAcquired. A strategy must be safe for concurrent use.
+//
+// Lock never sleeps longer than the current holder's remaining TTL, and a
+// release by the holder wakes it early, so the backoff is an upper bound.
+type RetryStrategy interface {
+	Backoff(attempt int) (d time.Duration, ok bool)
+}
+
+// NoRetry makes Lock behave like TryLock: one attempt.
+func NoRetry() RetryStrategy { return noRetry{} }
+
+type noRetry struct{}
+
+func (noRetry) Backoff(int) (time.Duration, bool) { return 0, false }
+
+// ExponentialBackoff waits a random duration in [0, min(max, base·2^(attempt-1))]
+// ("full jitter"), so that waiters spread out instead of retrying in step.
+// base ≤ 0 means 4ms, max ≤ 0 means 128ms.
+func ExponentialBackoff(base, max time.Duration) RetryStrategy {
+	if base <= 0 {
+		base = 4 * time.Millisecond
+	}
+	if max <= 0 {
+		max = 128 * time.Millisecond
+	}
+	if max < base {
+		max = base
+	}
+	return expBackoff{base: base, max: max}
+}
+
+type expBackoff struct{ base, max time.Duration }
+
+func (b expBackoff) Backoff(attempt int) (time.Duration, bool) {
+	if attempt < 1 {
+		attempt = 1
+	}
+	ceil := b.max
+	if shift := attempt - 1; shift < 30 {
+		if d := b.base << shift; d < ceil {
+			ceil = d
+		}
+	}
+	return rand.N(ceil + 1), true
+}
+
+// LimitRetry stops s after n retries.
+func LimitRetry(s RetryStrategy, n int) RetryStrategy { return limitRetry{s: s, n: n} }
+
+type limitRetry struct {
+	s RetryStrategy
+	n int
+}
+
+func (l limitRetry) Backoff(attempt int) (time.Duration, bool) {
+	if attempt > l.n {
+		return 0, false
+	}
+	return l.s.Backoff(attempt)
+}

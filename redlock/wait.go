@@ -1,0 +1,88 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Lock acquires key, retrying until it succeeds, the retry strategy gives up
+// (ErrNotAcquired) or ctx ends (errors.Join(ErrNotAcquired, ctx.Err())).
+//
+// Waiting is not polling: a waiter sleeps at most the backoff and never past
+// the holder's remaining TTL, and a release wakes it at once — through Redis
+// pub/sub from other processes, directly from this one. Waiters for one key
+// in one process queue up, first come first served, so that only the head
+// retries on the wire; a newcomer gets one attempt before it queues.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	lc, err := c.lockConfig(key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, hint, err := c.tryOnce(ctx, key, ttl, lc)
+	if err == nil || !retryable(ctx, err) {
+		return l, withCtx(ctx, err)
+	}
+	q, w := c.waiters.join(key)
+	defer c.waiters.leave(key, q, w)
+	select {
+	case <-w:
+	case <-ctx.Done():
+		return nil, errors.Join(ErrNotAcquired, ctx.Err())
+	case <-c.closing:
+		return nil, errors.Join(ErrNotAcquired, errClosed)
+	}
+	// At the head: be subscribed before the next attempt, so that a release
+	// that follows a refusal cannot go unheard.
+	c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
+	for attempt := 1; ; attempt++ {
+		d, ok := lc.retry.Backoff(attempt)
+		if !ok {
+			return nil, err
+		}
+		if hint > 0 && hint < d {
+			d = hint
+		}
+		if err := c.sleep(ctx, q.released, d); err != nil {
+			return nil, err
+		}
+		q.drain()
+		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		if err == nil || !retryable(ctx, err) {
+			return l, withCtx(ctx, err)
+		}
+	}
+}
+
+// retryable says whether a failed attempt is worth another: refusals and
+// node errors are; bad input, a closed client and an ended ctx are not.
+func retryable(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed)
+}
+
+// withCtx joins ctx's error to a failure that ctx's end caused.
+func withCtx(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return errors.Join(err, ctx.Err())
+}
+
+// sleep waits d on the client's clock, or until a release is announced.
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := c.cfg.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-released:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(ErrNotAcquired, ctx.Err())
+	case <-c.closing:
+		return errors.Join(ErrNotAcquired, errClosed)
+	}
+}

@@ -56,7 +56,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
 	default:
 	}
-	a := c.startAttempt(ctx, key, ttl)
+	a := c.startAttempt(key, ttl)
 	n, q := len(c.nodes), c.quorum
 	var (
 		grants  = make([]reply, 0, n)
@@ -100,7 +100,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {
 		if r.err == nil && r.counter < token {
-			c.goBackground(func() { a.heal(r.node, token) })
+			a.heal(r.node, token)
 		}
 	}
 	c.cfg.observer.Acquired(key, token, now.Sub(a.start))

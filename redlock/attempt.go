@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -32,72 +31,78 @@ type reply struct {
 }
 
 type attempt struct {
-	c         *Client
-	key, fkey string
-	value     string
-	ttl       time.Duration
-	start     time.Time
-	timeout   time.Duration
-	parent    context.Context // values only: node calls are not cancelled with the caller
-	replies   chan reply      // every node's first answer, buffered
+	c       *Client
+	key     string
+	value   string
+	ttl     time.Duration
+	start   time.Time
+	timeout time.Duration
+	keys    []string // lock key, fence counter key
+	replies chan reply
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
 	token    uint64
 	answered []bool        // node i's acquire call has returned
 	got      []reply       // node i's answer, valid when answered[i]
-	work     int           // node calls still running, with their settling
+	work     int           // acquire calls not yet answered
 	finished chan struct{} // closed when work is 0 after a decision
 	closed   bool          // finished is closed
 }
 
-func (c *Client) startAttempt(ctx context.Context, key string, ttl time.Duration) *attempt {
+func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
 		c:        c,
 		key:      key,
-		fkey:     fenceKey(key),
 		value:    uuid.NewString(),
 		ttl:      ttl,
 		start:    c.cfg.clock.Now(),
 		timeout:  c.nodeTimeout(ttl),
-		parent:   context.WithoutCancel(ctx),
+		keys:     []string{key, fenceKey(key)},
 		replies:  make(chan reply, n),
 		answered: make([]bool, n),
 		got:      make([]reply, n),
 		work:     n,
 		finished: make(chan struct{}),
 	}
-	c.bg.Add(n)
+	args := []any{a.value, ttl.Milliseconds()}
+	deadline := time.Now().Add(a.timeout) // a network deadline: real time
 	for i := range c.nodes {
-		go a.acquireOn(i)
+		c.batchers[i].do(&op{script: acquireScript, keys: a.keys, args: args, deadline: deadline,
+			done: func(v any, err error) { a.answer(i, v, err) }})
 	}
 	return a
 }
 
-func (a *attempt) acquireOn(i int) {
-	defer a.c.bg.Done()
+// answer records node i's reply to the acquire script. It runs on the
+// node's worker and must not block.
+func (a *attempt) answer(i int, v any, err error) {
 	r := reply{node: i}
-	ctx, cancel := context.WithTimeout(a.parent, a.timeout)
-	res, err := acquireScript.Run(ctx, a.c.nodes[i].rdb, []string{a.key, a.fkey}, a.value, a.ttl.Milliseconds()).Int64Slice()
-	cancel()
+	res, _ := v.([]any)
 	switch {
 	case err != nil:
 		r.err = a.c.nodeErr(i, err)
-	case len(res) == 2 && res[0] == 1:
-		r.granted, r.counter = true, uint64(res[1])
-	case len(res) == 3 && res[0] == 0:
-		r.pttl, r.counter = time.Duration(res[1])*time.Millisecond, uint64(res[2])
+	case len(res) == 2 && asInt(res[0]) == 1:
+		r.granted, r.counter = true, uint64(asInt(res[1]))
+	case len(res) == 3 && asInt(res[0]) == 0:
+		r.pttl, r.counter = time.Duration(asInt(res[1]))*time.Millisecond, uint64(asInt(res[2]))
 	default:
-		r.err = a.c.nodeErr(i, fmt.Errorf("unexpected acquire reply %v", res))
+		r.err = a.c.nodeErr(i, fmt.Errorf("unexpected acquire reply %v", v))
 	}
 	a.mu.Lock()
 	a.answered[i], a.got[i] = true, r
 	state, token := a.state, a.token
+	a.work--
+	a.maybeFinishLocked()
 	a.mu.Unlock()
-	a.replies <- r
+	a.replies <- r // buffered for every node: never blocks
 	a.settle(r, state, token)
-	a.doneWork()
+}
+
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 // settle does a node's part once the outcome is known.
@@ -109,7 +114,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		}
 	case abandoned:
 		if r.granted || r.err != nil { // an error may hide a grant
-			_, _ = a.release(r.node)
+			a.c.send(r.node, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
 		}
 		if token > 0 && r.err == nil && r.counter < token { // unlocked: heal all the same
 			a.heal(r.node, token)
@@ -133,13 +138,6 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 	return in
 }
 
-func (a *attempt) doneWork() {
-	a.mu.Lock()
-	a.work--
-	a.maybeFinishLocked()
-	a.mu.Unlock()
-}
-
 func (a *attempt) maybeFinishLocked() {
 	if a.work == 0 && a.state != undecided && !a.closed {
 		a.closed = true
@@ -147,39 +145,29 @@ func (a *attempt) maybeFinishLocked() {
 	}
 }
 
-func (a *attempt) nodeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(a.parent, a.timeout)
-}
-
-// release runs compare-and-delete on node i; it reports whether the node held
-// this hold's value.
-func (a *attempt) release(i int) (bool, error) {
-	ctx, cancel := a.nodeCtx()
-	defer cancel()
-	n, err := releaseScript.Run(ctx, a.c.nodes[i].rdb, []string{a.key}, a.value, releaseChannel(a.key)).Int64()
-	if err != nil {
-		return false, a.c.nodeErr(i, err)
-	}
-	return n == 1, nil
-}
-
-// heal lifts node i's counter to token, unconditionally (see heal.lua).
+// heal lifts node i's counter to token, unconditionally (see heal.lua), in
+// the background.
 func (a *attempt) heal(i int, token uint64) {
-	ctx, cancel := a.nodeCtx()
-	defer cancel()
-	if err := healScript.Run(ctx, a.c.nodes[i].rdb, []string{a.fkey}, token).Err(); err != nil {
-		a.c.nodeErr(i, err)
-	}
+	a.c.send(i, healScript, a.timeout, a.keys[1:], token)
 }
 
-// raise lifts node i's counter to token if this hold still owns the key there.
+// raise lifts node i's counter to token if this hold still owns the key
+// there, and waits for the answer.
 func (a *attempt) raise(i int, token uint64) bool {
-	ctx, cancel := a.nodeCtx()
-	defer cancel()
-	n, err := raiseScript.Run(ctx, a.c.nodes[i].rdb, []string{a.key, a.fkey}, a.value, token).Int64()
+	v, err := a.c.call(i, raiseScript, a.timeout, a.keys, a.value, token)
 	if err != nil {
 		a.c.nodeErr(i, err)
 		return false
 	}
-	return n == 1
+	return asInt(v) == 1
+}
+
+// release runs compare-and-delete on node i and waits for the answer: it
+// reports whether the node held this hold's value.
+func (a *attempt) release(i int) (bool, error) {
+	v, err := a.c.call(i, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
+	if err != nil {
+		return false, a.c.nodeErr(i, err)
+	}
+	return asInt(v) == 1, nil
 }

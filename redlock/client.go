@@ -18,9 +18,11 @@ type Client struct {
 	nodes  []node
 	quorum int
 
-	bg      sync.WaitGroup // background releases, heals and watchdogs
-	closing chan struct{}  // closed by Close
-	once    sync.Once
+	batchers []*batcher     // per node: every script call goes through one
+	inflight tracker        // script calls queued or on the wire
+	bg       sync.WaitGroup // watchdogs, expiry monitors, pub/sub listeners
+	closing  chan struct{}  // closed by Close
+	once     sync.Once
 
 	waiters *waitQueues
 }
@@ -61,6 +63,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		seen[addr] = i
 		c.nodes[i] = node{index: i, addr: addr, rdb: n}
 	}
+	c.batchers = make([]*batcher, len(nodes))
+	for i := range nodes {
+		c.batchers[i] = newBatcher(c, i)
+	}
 	c.waiters = newWaitQueues(c)
 	return c, nil
 }
@@ -92,6 +98,11 @@ func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)
 		c.waiters.close()
+		c.bg.Wait()
+		c.inflight.wait() // releases and heals still on the wire
+		for _, b := range c.batchers {
+			b.stop()
+		}
 	})
 	c.bg.Wait()
 	return nil

@@ -133,11 +133,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrLockLost
 	}
 	start := c.cfg.clock.Now()
-	oks, errs, ctxErr := c.fanout(ctx, allNodes(len(c.nodes)), c.quorum, c.nodeTimeout(ttl), false,
-		func(ctx context.Context, i int) (bool, error) {
-			n, err := extendScript.Run(ctx, c.nodes[i].rdb, []string{l.a.key}, l.a.value, ttl.Milliseconds()).Int64()
-			return n == 1, err
-		})
+	oks, errs, ctxErr := c.fanout(ctx, allNodes(len(c.nodes)), c.quorum, c.nodeTimeout(ttl),
+		extendScript, l.a.keys[:1], l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
 		return ctxErr
 	}
@@ -185,11 +182,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			held = append(held, r.node)
 		}
 	}
-	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout, true,
-		func(ctx context.Context, i int) (bool, error) {
-			n, err := releaseScript.Run(ctx, c.nodes[i].rdb, []string{l.a.key}, l.a.value, releaseChannel(l.a.key)).Int64()
-			return n == 1, err
-		})
+	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
+		releaseScript, l.a.keys[:1], l.a.value, releaseChannel(l.a.key))
 	c.waiters.wake(l.a.key)
 	switch {
 	case oks >= c.quorum:

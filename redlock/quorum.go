@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 type vote struct {
@@ -10,30 +12,23 @@ type vote struct {
 	err error
 }
 
-// fanout runs call on each of the given nodes in parallel, each under its own
-// timeout, and returns as soon as need of them said ok or that became
-// impossible, or ctx ended. Calls still on the wire then finish in the
-// background (tracked by Close). Node calls are not cancelled with ctx when
-// detach is set: an Unlock must reach the nodes even if its caller gave up.
-func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration, detach bool,
-	call func(ctx context.Context, i int) (bool, error)) (oks int, errs []error, ctxErr error) {
-	base := ctx
-	if detach {
-		base = context.WithoutCancel(ctx)
-	}
+// fanout runs script on each of the given nodes, each call under timeout,
+// and returns as soon as need of them answered 1 or that became impossible,
+// or ctx ended. Calls still on the wire then finish in the background
+// (tracked by Close); they are never cancelled with ctx, so an Unlock
+// reaches the nodes even if its caller gave up.
+func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration,
+	script *redis.Script, keys []string, args ...any) (oks int, errs []error, ctxErr error) {
 	votes := make(chan vote, len(nodes))
-	c.bg.Add(len(nodes))
+	deadline := time.Now().Add(timeout)
 	for _, i := range nodes {
-		go func() {
-			defer c.bg.Done()
-			nctx, cancel := context.WithTimeout(base, timeout)
-			ok, err := call(nctx, i)
-			cancel()
-			if err != nil {
-				err = c.nodeErr(i, err)
-			}
-			votes <- vote{ok: ok, err: err}
-		}()
+		c.batchers[i].do(&op{script: script, keys: keys, args: args, deadline: deadline,
+			done: func(v any, err error) {
+				if err != nil {
+					err = c.nodeErr(i, err)
+				}
+				votes <- vote{ok: err == nil && asInt(v) == 1, err: err}
+			}})
 	}
 	fails := 0
 	for range nodes {

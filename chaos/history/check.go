@@ -1,0 +1,303 @@
+package history
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Verdict is the outcome of a check.
+type Verdict string
+
+// The verdicts.
+const (
+	VerdictOK       Verdict = "ok"       // no violation that the faults do not explain
+	VerdictViolated Verdict = "violated" // at least one violation that no assumption-breaking fault explains
+	VerdictUnknown  Verdict = "unknown"  // empty, too short, incomplete or unreadable: nothing can be claimed
+)
+
+// Property is a safety property the checker verifies.
+type Property string
+
+// The safety properties.
+const (
+	MutualExclusion     Property = "mutual_exclusion"
+	FencingOrder        Property = "fencing_order"
+	DuplicateTokens     Property = "duplicate_tokens"
+	StaleWritesAccepted Property = "stale_writes_accepted"
+	LostWrites          Property = "lost_writes"
+)
+
+// NoFault is the ByFault key of violations with no fault active around them.
+const NoFault FaultKind = "none"
+
+// Counts holds a number per safety property.
+type Counts struct {
+	MutualExclusion     int `json:"mutual_exclusion"`
+	FencingOrder        int `json:"fencing_order"`
+	DuplicateTokens     int `json:"duplicate_tokens"`
+	StaleWritesAccepted int `json:"stale_writes_accepted"`
+	LostWrites          int `json:"lost_writes"`
+}
+
+// Total is the sum over all properties.
+func (c Counts) Total() int {
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites
+}
+
+// Get returns the count of p.
+func (c Counts) Get(p Property) int { return *c.field(p) }
+
+func (c *Counts) field(p Property) *int {
+	switch p {
+	case MutualExclusion:
+		return &c.MutualExclusion
+	case FencingOrder:
+		return &c.FencingOrder
+	case DuplicateTokens:
+		return &c.DuplicateTokens
+	case StaleWritesAccepted:
+		return &c.StaleWritesAccepted
+	case LostWrites:
+		return &c.LostWrites
+	}
+	panic("history: unknown property " + string(p))
+}
+
+// Properties lists the safety properties in report order.
+func Properties() []Property {
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites}
+}
+
+// Violation is one breach of a safety property.
+type Violation struct {
+	Property Property
+	Key      string // the lock key, or the store resource for store properties
+	Ops      []int  // IDs of the ops involved (the earlier one first)
+	Clients  []int  // clients of those ops
+	// Start and End delimit the violation itself: the overlap of two holds;
+	// from the earlier acquire's return to the later one's (fencing order,
+	// duplicates); the stale write; from a lost write to the end of the run.
+	Start, End time.Duration
+	// Since is the earliest invocation among the ops involved. Faults active
+	// in [Since, End], or ended less than the aftermath before Since, are
+	// blamed; client faults only when they hit a client involved.
+	Since    time.Duration
+	Faults   []FaultKind // kinds blamed, sorted; empty when none
+	Expected bool        // a blamed kind breaks an assumption this property rests on
+	Detail   string
+}
+
+// CheckOptions tune Check. The zero value is valid: every zero field means
+// its documented default.
+type CheckOptions struct {
+	// Expected lists, per property, the fault kinds that break the
+	// assumptions the property rests on; a violation blamed on one of them is
+	// expected and does not make the verdict violated. Nil means
+	// DefaultExpected(); storage properties are never expected by default,
+	// since fencing must keep the store correct under every fault.
+	Expected map[Property][]FaultKind
+	// Epsilon is how much two holds may overlap before it counts; default 1ms.
+	Epsilon time.Duration
+	// Aftermath is how long after it ended a fault is still blamed; default
+	// the longest validity any acquire of the history had (about the TTL).
+	Aftermath time.Duration
+	// StallThreshold is the longest stall with a quorum up that liveness
+	// allows; default 3 times the longest validity, at least 1s.
+	StallThreshold time.Duration
+	// MinAcquisitions is how many successful acquires a history needs for a
+	// verdict other than unknown; default 2.
+	MinAcquisitions int
+}
+
+// DefaultExpected returns the assumption-breaking faults of each property:
+// mutual exclusion rests on clients acting within their validity, on clocks
+// that run at about the same rate and on nodes keeping their keys; token
+// order and uniqueness rest only on nodes keeping their fence counters.
+func DefaultExpected() map[Property][]FaultKind {
+	return map[Property][]FaultKind{
+		MutualExclusion: {FaultClientPause, FaultClientClockSkew, FaultClockSkew, FaultRestartWithoutData},
+		FencingOrder:    {FaultRestartWithoutData},
+		DuplicateTokens: {FaultRestartWithoutData},
+	}
+}
+
+// Result is what Check found.
+type Result struct {
+	Verdict Verdict
+	Reason  string // why the verdict, in a few words
+
+	Violations []Violation          // every violation, by property then time
+	Found      Counts               // all violations
+	Expected   Counts               // those blamed on assumption-breaking faults
+	ByFault    map[FaultKind]Counts // per kind blamed (NoFault when none); a violation counts under each of its kinds
+
+	// StoreCorrect is true when no stale write was accepted and no
+	// acknowledged write was lost (the latter only checked when StoreChecked).
+	StoreCorrect        bool
+	StoreChecked        bool // the history has the final store contents
+	StaleWritesRejected int
+	Writes              int // writes accepted
+
+	Acquisitions    int // successful acquires
+	AcquireFailures int
+	Pending         int // client ops that never completed
+
+	Liveness Liveness
+	Spans    []Span      // the holds, for timelines
+	Faults   []FaultSpan // the fault intervals
+}
+
+// Unexpected returns the counts of violations not explained by faults.
+func (r Result) Unexpected() Counts {
+	var c Counts
+	for _, p := range Properties() {
+		*c.field(p) = r.Found.Get(p) - r.Expected.Get(p)
+	}
+	return c
+}
+
+// Check checks h. It does not modify h.
+func Check(h History, opts CheckOptions) Result {
+	opts = opts.withDefaults(h)
+	res := Result{Verdict: VerdictUnknown, ByFault: map[FaultKind]Counts{}}
+	spans, err := Spans(h)
+	if err != nil {
+		res.Reason = "unreadable history: " + err.Error()
+		return res
+	}
+	res.Spans, res.Faults = spans, Faults(h)
+	for _, op := range h.Ops {
+		switch {
+		case op.Kind == KindFault || op.Kind == KindLost:
+		case op.Outcome == Pending:
+			res.Pending++
+		case op.Kind == KindAcquire && op.Outcome == OK:
+			res.Acquisitions++
+		case op.Kind == KindAcquire:
+			res.AcquireFailures++
+		case op.Kind == KindWrite && op.Outcome == OK:
+			res.Writes++
+		case op.Kind == KindWrite && op.Outcome == Rejected:
+			res.StaleWritesRejected++
+		}
+	}
+
+	vs := mutualExclusion(spans, opts.Epsilon)
+	vs = append(vs, fencingOrder(h)...)
+	vs = append(vs, duplicateTokens(h)...)
+	vs = append(vs, staleWrites(h)...)
+	lost, checked := lostWrites(h)
+	vs = append(vs, lost...)
+	res.StoreChecked = checked
+	blame(vs, res.Faults, opts.Aftermath, opts.Expected)
+	for _, v := range vs {
+		*res.Found.field(v.Property)++
+		if v.Expected {
+			*res.Expected.field(v.Property)++
+		}
+		kinds := v.Faults
+		if len(kinds) == 0 {
+			kinds = []FaultKind{NoFault}
+		}
+		for _, k := range kinds {
+			c := res.ByFault[k]
+			*c.field(v.Property)++
+			res.ByFault[k] = c
+		}
+	}
+	res.Violations = vs
+	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
+	res.Liveness = liveness(h, res.Faults, opts)
+	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
+	return res
+}
+
+func verdict(res Result, ops, minAcq int) (Verdict, string) {
+	if u := res.Unexpected(); u.Total() > 0 {
+		return VerdictViolated, fmt.Sprintf("%d violations not explained by assumption-breaking faults (%s)",
+			u.Total(), describe(u))
+	}
+	switch {
+	case ops == 0:
+		return VerdictUnknown, "empty history"
+	case res.Pending > 0:
+		return VerdictUnknown, fmt.Sprintf("%d client operations never completed", res.Pending)
+	case res.Acquisitions < minAcq:
+		return VerdictUnknown, fmt.Sprintf("only %d successful acquisitions (need %d)", res.Acquisitions, minAcq)
+	case res.Expected.Total() > 0:
+		return VerdictOK, fmt.Sprintf("%d expected violations under assumption-breaking faults (%s)",
+			res.Expected.Total(), describe(res.Expected))
+	}
+	return VerdictOK, "no violations"
+}
+
+// describe lists the non-zero counts of c, e.g. "mutual_exclusion 2".
+func describe(c Counts) string {
+	var parts []string
+	for _, p := range Properties() {
+		if n := c.Get(p); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", p, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (o CheckOptions) withDefaults(h History) CheckOptions {
+	var longest time.Duration
+	for _, op := range h.Ops {
+		if op.Kind == KindAcquire && op.Outcome == OK && op.ValidUntil != 0 {
+			longest = max(longest, op.ValidUntil-op.Complete)
+		}
+	}
+	if o.Expected == nil {
+		o.Expected = DefaultExpected()
+	}
+	if o.Epsilon == 0 {
+		o.Epsilon = time.Millisecond
+	}
+	if o.Aftermath == 0 {
+		o.Aftermath = longest
+	}
+	if o.StallThreshold == 0 {
+		o.StallThreshold = max(time.Second, 3*longest)
+	}
+	if o.MinAcquisitions == 0 {
+		o.MinAcquisitions = 2
+	}
+	return o
+}
+
+// blame fills in Faults and Expected of each violation.
+func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]FaultKind) {
+	for i := range vs {
+		v := &vs[i]
+		v.Faults = blamed(faults, v.Since, v.End, aftermath, v.Clients)
+		for _, k := range v.Faults {
+			if slices.Contains(expected[v.Property], k) {
+				v.Expected = true
+			}
+		}
+	}
+}
+
+// blamed returns the sorted kinds of the faults active in [from, to] or ended
+// less than aftermath before from; client faults count only for clients
+// (nil: any client).
+func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []FaultKind {
+	var kinds []FaultKind
+	for _, f := range faults {
+		if f.Start > to || f.End+aftermath < from {
+			continue
+		}
+		if f.Kind.ClientSide() && clients != nil && !slices.Contains(clients, f.Client) {
+			continue
+		}
+		if !slices.Contains(kinds, f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}

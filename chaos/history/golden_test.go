@@ -1,0 +1,220 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden histories in testdata")
+
+// sim generates a run deterministically: clients take turns on one key
+// under a fake clock, while the scenario starts and ends faults.
+type sim struct {
+	clk     *clock.Fake
+	rec     *Recorder
+	rng     *rand.Rand
+	clients int
+	token   uint64
+	writes  int
+	log     []string
+	faults  map[string]FaultCall
+}
+
+const simValidity = 30 * time.Millisecond
+
+func newSim(nodes, clients int) *sim {
+	clk := clock.NewFake(time.Unix(0, 0))
+	return &sim{clk: clk, rec: NewRecorder(clk, nodes), rng: rand.New(rand.NewPCG(1, 2)),
+		clients: clients, faults: map[string]FaultCall{}}
+}
+
+// step moves the clock by about d.
+func (s *sim) step(d time.Duration) {
+	s.clk.Advance(d + time.Duration(s.rng.Int64N(int64(d)/4+1)))
+}
+
+// acquire has every client but absent try for the lock; winner gets it.
+func (s *sim) acquire(winner, absent int) Hold {
+	calls := map[int]AcquireCall{}
+	for c := range s.clients {
+		if c != absent {
+			calls[c] = s.rec.Acquire(c, "k")
+			s.step(100 * time.Microsecond)
+		}
+	}
+	s.step(time.Millisecond)
+	s.token++
+	h := calls[winner].OK(s.token, fmt.Sprintf("v%d", s.token), simValidity)
+	for c, call := range calls {
+		if c != winner {
+			call.Fail(errors.New("not acquired"))
+		}
+	}
+	return h
+}
+
+// write writes under h; a stale one is rejected unless accept is set.
+func (s *sim) write(h Hold, stale, accept bool) {
+	s.writes++
+	entry := fmt.Sprintf("w%d-c%d-t%d", s.writes, h.Client, h.Token)
+	w := s.rec.Write(h, "r", entry)
+	s.step(500 * time.Microsecond)
+	if stale && !accept {
+		w.Rejected()
+		return
+	}
+	s.log = append(s.log, entry)
+	w.Accepted(uint64(len(s.log)))
+}
+
+func (s *sim) release(h Hold, lost bool) {
+	r := s.rec.Release(h)
+	s.step(500 * time.Microsecond)
+	if lost {
+		r.LockLost()
+		return
+	}
+	r.OK()
+}
+
+// round is one clean turn of winner, every client trying.
+func (s *sim) round(winner int) { s.turn(winner, -1) }
+
+// turn is one clean turn of winner, with client absent not trying.
+func (s *sim) turn(winner, absent int) {
+	h := s.acquire(winner, absent)
+	s.write(h, false, false)
+	s.step(3 * time.Millisecond)
+	s.release(h, false)
+	s.step(time.Millisecond)
+}
+
+func (s *sim) fault(name string, kind FaultKind, target int) {
+	s.faults[name] = s.rec.Fault(kind, target)
+}
+func (s *sim) heal(name string) { s.faults[name].End() }
+
+// pausedHolder plays a holder paused past its validity while another client
+// takes the lock; the paused one then writes with its old token. With
+// broken set, the store accepts that stale write.
+func (s *sim) pausedHolder(paused, next int, broken bool) {
+	h := s.acquire(paused, -1)
+	s.write(h, false, false)
+	s.fault("pause", FaultClientPause, paused)
+	s.step(simValidity)
+	s.rec.Lost(h) // the watchdog saw validity run out; the holder is still paused
+	s.turn(next, paused)
+	s.heal("pause")
+	s.write(h, true, broken)
+	s.release(h, true)
+}
+
+var scenarios = []struct {
+	name     string
+	run      func(s *sim)
+	verdict  Verdict
+	found    Counts
+	expected Counts
+}{
+	{
+		name: "allowed-faults",
+		run: func(s *sim) {
+			for i := range 30 {
+				switch i {
+				case 5:
+					s.fault("kill", FaultKill, 1)
+				case 8:
+					s.fault("partition", FaultPartition, 3)
+				case 12:
+					s.heal("kill")
+					s.fault("pause", FaultPause, 0)
+				case 16:
+					s.heal("partition")
+					s.heal("pause")
+					s.fault("latency", FaultLatency, 4)
+				case 24:
+					s.heal("latency")
+				}
+				s.round(i % s.clients)
+			}
+		},
+		verdict: VerdictOK,
+	},
+	{
+		name: "client-pause",
+		run: func(s *sim) {
+			for i := range 12 {
+				s.round(i % s.clients)
+			}
+			s.pausedHolder(1, 2, false)
+			for i := range 12 {
+				s.round(i % s.clients)
+			}
+		},
+		verdict:  VerdictOK,
+		found:    Counts{MutualExclusion: 1},
+		expected: Counts{MutualExclusion: 1},
+	},
+	{
+		name: "unfenced-store",
+		run: func(s *sim) {
+			for i := range 12 {
+				s.round(i % s.clients)
+			}
+			s.pausedHolder(1, 2, true)
+		},
+		verdict:  VerdictViolated,
+		found:    Counts{MutualExclusion: 1, StaleWritesAccepted: 1},
+		expected: Counts{MutualExclusion: 1},
+	},
+}
+
+// TestGolden checks the histories kept in testdata, and that the generator
+// still writes them byte for byte (go test -run Golden -update rewrites them).
+func TestGolden(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			s := newSim(5, 4)
+			sc.run(s)
+			s.rec.FinalStore("r", s.log)
+			var gen bytes.Buffer
+			if err := Encode(&gen, s.rec.History()); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", sc.name+".json")
+			if *update {
+				if err := os.WriteFile(path, gen.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, gen.Bytes()) {
+				t.Errorf("%s differs from what the generator writes (run with -update)", path)
+			}
+			h, err := Decode(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Check(h, CheckOptions{})
+			if res.Verdict != sc.verdict || res.Found != sc.found || res.Expected != sc.expected {
+				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v",
+					res.Verdict, res.Reason, res.Found, res.Expected, sc.verdict, sc.found, sc.expected)
+			}
+			if !res.Liveness.OK {
+				t.Errorf("liveness: %+v", res.Liveness)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+// Package history records what the clients of a chaos run did and checks it.
+// A History is a plain list of operations (acquire, release, fenced write, lost
+// signal) and fault intervals, every one stamped with invoke and complete times
+// on one monotonic clock that starts with the run; a Recorder builds it from many
+// goroutines at once. Check reads a History and nothing else: it derives the
+// interval during which each client believed it held the lock, and reports
+// mutual exclusion, fencing order, duplicate tokens, stale writes accepted and
+// acknowledged writes lost, each violation attributed to the faults active
+// around it, plus the longest stall while a quorum was up. The verdict has
+// three states: ok, violated (a violation no assumption-breaking fault explains)
+// and unknown (the history is empty, too short or incomplete, so nothing can be
+// claimed). Check never claims ok on a history it cannot read.
+package history
+
+import "time"
+
+// Kind is the kind of an operation.
+type Kind string
+
+// The kinds of operations.
+const (
+	// KindAcquire is a Lock call: invoke when it was called, complete when it
+	// returned; on success Token, Value and ValidUntil are set.
+	KindAcquire Kind = "acquire"
+	// KindExtend is an Extend call of the hold Hold; on success ValidUntil
+	// is the new end of validity.
+	KindExtend Kind = "extend"
+	// KindRelease is an Unlock call of the hold Hold.
+	KindRelease Kind = "release"
+	// KindWrite is a fenced write of Entry to Resource with the token of Hold.
+	KindWrite Kind = "write"
+	// KindLost is the moment the hold's Done() channel was seen closed
+	// (Invoke == Complete).
+	KindLost Kind = "lost"
+	// KindFault is a fault interval: Invoke is when it started, Complete when
+	// it ended (node restarted, resumed, healed, skew removed). A fault that
+	// never ended lasts until the end of the history.
+	KindFault Kind = "fault"
+)
+
+// Outcome is how an operation completed. The empty Outcome means the
+// operation never completed.
+type Outcome string
+
+// The outcomes.
+const (
+	Pending  Outcome = ""         // never completed
+	OK       Outcome = "ok"       // acquired, extended, released, write accepted, fault ended, lost seen
+	Failed   Outcome = "failed"   // acquire failed; extend, release or write failed with an error (Err)
+	LockLost Outcome = "lost"     // extend, release: the hold was no longer on a quorum (ErrLockLost)
+	Rejected Outcome = "rejected" // write: the store refused the token as stale
+)
+
+// FaultKind is the kind of a fault.
+type FaultKind string
+
+// The fault kinds. Node faults name a node index in Op.Node; client faults
+// (see ClientSide) name a client index in Op.Client.
+const (
+	FaultKill               FaultKind = "kill"                 // SIGKILL until restarted (with data)
+	FaultRestart            FaultKind = "restart"              // stopped and started again with its data
+	FaultRestartWithoutData FaultKind = "restart-without-data" // stopped and started again empty
+	FaultDelayedRestart     FaultKind = "delayed-restart"      // down for longer than the max TTL, then started
+	FaultPause              FaultKind = "pause"                // SIGSTOP until resumed
+	FaultPartition          FaultKind = "partition"            // unreachable until healed
+	FaultLatency            FaultKind = "latency"              // slow, but up
+	FaultClockSkew          FaultKind = "clock-skew"           // the node's clock jumps or runs off
+	FaultClientPause        FaultKind = "client-pause"         // a holder stops past its validity (a GC pause)
+	FaultClientClockSkew    FaultKind = "client-clock-skew"    // a client's clock is off
+)
+
+// ClientSide reports whether the fault concerns a client (Op.Client) rather
+// than a node (Op.Node).
+func (k FaultKind) ClientSide() bool {
+	return k == FaultClientPause || k == FaultClientClockSkew
+}
+
+// TakesNodeDown reports whether, during the fault, the node cannot serve
+// clients, so that it does not count toward a quorum.
+func (k FaultKind) TakesNodeDown() bool {
+	switch k {
+	case FaultKill, FaultRestart, FaultRestartWithoutData, FaultDelayedRestart, FaultPause, FaultPartition:
+		return true
+	}
+	return false
+}
+
+// Op is one operation or fault of a history. Which fields are set depends on
+// Kind; the others are zero. Times are offsets from the start of the run on
+// the history's one monotonic clock.
+type Op struct {
+	ID       int           `json:"id"` // 1-based position in History.Ops
+	Kind     Kind          `json:"kind"`
+	Client   int           `json:"client"`
+	Key      string        `json:"key,omitempty"` // lock key (acquire, release, write, lost)
+	Invoke   time.Duration `json:"invoke_ns"`
+	Complete time.Duration `json:"complete_ns"`
+	Outcome  Outcome       `json:"outcome,omitempty"`
+
+	// Hold is the ID of the successful acquire that an extend, release, write
+	// or lost signal belongs to.
+	Hold  int    `json:"hold,omitempty"`
+	Token uint64 `json:"token,omitempty"`
+	Value string `json:"value,omitempty"`
+	// ValidUntil is, for a successful acquire or extend, the end of validity
+	// the client computed (Lock.Until), on the history clock. Zero means
+	// none: the client relies on the lost signal alone.
+	ValidUntil time.Duration `json:"valid_until_ns,omitempty"`
+
+	Resource string `json:"resource,omitempty"` // write: the store resource
+	Entry    string `json:"entry,omitempty"`    // write: unique id of what was written
+	Seq      uint64 `json:"seq,omitempty"`      // write accepted: the store's own order (1, 2, ...); 0 = not given
+
+	Fault FaultKind `json:"fault,omitempty"`
+	Node  int       `json:"node,omitempty"`
+
+	Err string `json:"err,omitempty"`
+}
+
+// History is what a run did. It is plain data: it marshals to JSON and back
+// unchanged, so real recorded histories can be kept as test files.
+type History struct {
+	// Nodes is the number of lock nodes; a quorum is Nodes/2+1.
+	Nodes int  `json:"nodes"`
+	Ops   []Op `json:"ops"`
+	// Final is the store's contents at the end of the run: for each resource,
+	// every entry the store holds, in the store's order (an append log). Nil
+	// means not recorded, and lost writes are then not checked.
+	Final map[string][]string `json:"final,omitempty"`
+	// End is when the history was taken; open faults and holds last until then.
+	End time.Duration `json:"end_ns"`
+}

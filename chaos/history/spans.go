@@ -1,0 +1,136 @@
+package history
+
+import (
+	"fmt"
+	"time"
+)
+
+// Span is one hold as the checker sees it: the interval during which the
+// client believed it held the lock, and acted on that belief.
+//
+// It starts when the acquire returned (Complete: before that the client does
+// not know it holds the lock, so it cannot act as holder). It ends at the
+// earliest of: the release's invocation, the lost signal, and the validity
+// end the client computed (as raised by successful extensions; holds recorded
+// with no validity end have none), for from each of those moments on the
+// client knows, or should know, that it no longer holds the lock. A write issued under the hold
+// after that moment extends the span to the write's invocation and marks it
+// Overrun: the client acted as holder anyway, as a holder paused between its
+// check and its write does. A span with no end lasts until the history's End.
+type Span struct {
+	Acquire int // op ID of the acquire
+	Client  int
+	Key     string
+	Token   uint64
+	Invoke  time.Duration // when the acquire was called
+	Start   time.Duration
+	End     time.Duration
+	EndedBy string // "release", "lost", "validity", "write" (Overrun) or "run-end"
+	Overrun bool
+	// Believed is when the client should have stopped acting as holder: End,
+	// unless a write overran it.
+	Believed time.Duration
+}
+
+// FaultSpan is one fault interval.
+type FaultSpan struct {
+	Op     int // op ID of the fault
+	Kind   FaultKind
+	Node   int // for node faults
+	Client int // for client faults (Kind.ClientSide())
+	Start  time.Duration
+	End    time.Duration // the history's End when the fault never ended
+	Open   bool          // the fault never ended
+}
+
+// Spans returns the holds of h in order of their acquire, or an error when an
+// op names a hold that is not a successful acquire of the same key, or op IDs
+// are not their 1-based positions.
+func Spans(h History) ([]Span, error) {
+	if err := validate(h); err != nil {
+		return nil, err
+	}
+	idx := make(map[int]int) // acquire op ID -> index in spans
+	var spans []Span
+	var valid []time.Duration // validity end, raised by extensions; 0 = none
+	for _, op := range h.Ops {
+		if op.Kind != KindAcquire || op.Outcome != OK {
+			continue
+		}
+		idx[op.ID] = len(spans)
+		spans = append(spans, Span{Acquire: op.ID, Client: op.Client, Key: op.Key, Token: op.Token,
+			Invoke: op.Invoke, Start: op.Complete, End: h.End, EndedBy: "run-end"})
+		valid = append(valid, op.ValidUntil)
+	}
+	lastWrite := make([]time.Duration, len(spans))
+	for _, op := range h.Ops {
+		if op.Hold == 0 {
+			continue
+		}
+		i := idx[op.Hold]
+		switch s := &spans[i]; op.Kind {
+		case KindExtend:
+			if op.Outcome == OK && valid[i] != 0 {
+				valid[i] = max(valid[i], op.ValidUntil)
+			}
+		case KindRelease, KindLost:
+			if op.Invoke < s.End {
+				s.End, s.EndedBy = op.Invoke, string(op.Kind)
+			}
+		case KindWrite:
+			lastWrite[i] = max(lastWrite[i], op.Invoke)
+		}
+	}
+	for i := range spans {
+		s := &spans[i]
+		if valid[i] != 0 && valid[i] < s.End {
+			s.End, s.EndedBy = valid[i], "validity"
+		}
+		s.Believed = s.End
+		if lastWrite[i] > s.End {
+			s.End, s.EndedBy, s.Overrun = lastWrite[i], "write", true
+		}
+	}
+	return spans, nil
+}
+
+// Faults returns the fault intervals of h in the order they started.
+func Faults(h History) []FaultSpan {
+	var fs []FaultSpan
+	for _, op := range h.Ops {
+		if op.Kind != KindFault {
+			continue
+		}
+		f := FaultSpan{Op: op.ID, Kind: op.Fault, Node: op.Node, Client: op.Client,
+			Start: op.Invoke, End: op.Complete}
+		if op.Outcome == Pending {
+			f.End, f.Open = max(h.End, op.Invoke), true
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// validate checks what the checker relies on: IDs are positions, and ops that
+// name a hold name a successful acquire of the same key that came before.
+func validate(h History) error {
+	for i, op := range h.Ops {
+		if op.ID != i+1 {
+			return fmt.Errorf("op %d has ID %d", i+1, op.ID)
+		}
+		if op.Hold == 0 {
+			if op.Kind == KindRelease || op.Kind == KindWrite || op.Kind == KindLost || op.Kind == KindExtend {
+				return fmt.Errorf("%s op %d names no hold", op.Kind, op.ID)
+			}
+			continue
+		}
+		if op.Hold < 1 || op.Hold >= op.ID {
+			return fmt.Errorf("op %d names hold %d, not an earlier op", op.ID, op.Hold)
+		}
+		a := h.Ops[op.Hold-1]
+		if a.Kind != KindAcquire || a.Outcome != OK || a.Key != op.Key {
+			return fmt.Errorf("op %d names hold %d, not a successful acquire of %q", op.ID, op.Hold, op.Key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+// Package report turns a checked chaos run into what people read: a JSON
+// report with the fields tools rely on, a short text summary for the
+// terminal, a one-line progress formatter for a run in progress, and a
+// self-contained HTML timeline (inline CSS and SVG, no external assets) of
+// holds, faults and violations. It only formats: the verdict and every count
+// come from history.Check, so the report never claims more than the checker.
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+)
+
+// Run is what a chaos run did.
+type Run struct {
+	Nodes    int           // lock nodes; zero means History.Nodes
+	Clients  int           // workload clients
+	Duration time.Duration // how long the workload ran
+	Backend  string        // where the nodes ran, e.g. "process" or "docker"
+	Seed     int64         // the seed of the fault schedule
+	History  history.History
+	// Result is history.Check(History, ...); the zero Result means
+	// Check(History, CheckOptions{}).
+	Result history.Result
+}
+
+// checked returns run with its Result filled in.
+func (run Run) checked() Run {
+	if run.Result.Verdict == "" {
+		run.Result = history.Check(run.History, history.CheckOptions{})
+	}
+	return run
+}
+
+// Report is the JSON report of a run. The fields up to Verdict are a
+// contract that scripts rely on; the rest are extras.
+type Report struct {
+	Nodes               int                       `json:"nodes"`
+	Clients             int                       `json:"clients"`
+	DurationS           float64                   `json:"duration_s"`
+	Acquisitions        int                       `json:"acquisitions"`
+	AcquireFailures     int                       `json:"acquire_failures"`
+	Faults              map[history.FaultKind]int `json:"faults"`
+	Violations          history.Counts            `json:"violations"`
+	StaleWritesRejected int                       `json:"stale_writes_rejected"`
+	Verdict             history.Verdict           `json:"verdict"`
+
+	Reason             string                               `json:"reason"`
+	Backend            string                               `json:"backend,omitempty"`
+	Seed               int64                                `json:"seed"`
+	ExpectedViolations history.Counts                       `json:"expected_violations"`
+	ViolationsByFault  map[history.FaultKind]history.Counts `json:"violations_by_fault"`
+	StoreCorrect       bool                                 `json:"store_correct"`
+	StoreChecked       bool                                 `json:"store_checked"`
+	WritesAccepted     int                                  `json:"writes_accepted"`
+	AcquireLatencyMs   Latency                              `json:"acquire_latency_ms"`
+	LongestStallMs     float64                              `json:"longest_stall_ms"`
+	StallThresholdMs   float64                              `json:"stall_threshold_ms"`
+	LivenessOK         bool                                 `json:"liveness_ok"`
+	QuorumLostMs       float64                              `json:"quorum_lost_ms"`
+	Examples           []Example                            `json:"examples,omitempty"`
+}
+
+// Latency summarises how long successful acquires took, in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Example is one violation, as the report shows it.
+type Example struct {
+	Property history.Property    `json:"property"`
+	Key      string              `json:"key"`
+	Ops      []int               `json:"ops"`
+	StartMs  float64             `json:"start_ms"`
+	EndMs    float64             `json:"end_ms"`
+	Faults   []history.FaultKind `json:"faults"`
+	Expected bool                `json:"expected"`
+	Detail   string              `json:"detail"`
+}
+
+// examplesPerProperty caps the examples of each property in a report.
+const examplesPerProperty = 5
+
+// New builds the report of run.
+func New(run Run) Report {
+	run = run.checked()
+	res := run.Result
+	r := Report{
+		Nodes:               cmp.Or(run.Nodes, run.History.Nodes),
+		Clients:             run.Clients,
+		DurationS:           run.Duration.Seconds(),
+		Acquisitions:        res.Acquisitions,
+		AcquireFailures:     res.AcquireFailures,
+		Faults:              map[history.FaultKind]int{},
+		Violations:          res.Found,
+		StaleWritesRejected: res.StaleWritesRejected,
+		Verdict:             res.Verdict,
+		Reason:              res.Reason,
+		Backend:             run.Backend,
+		Seed:                run.Seed,
+		ExpectedViolations:  res.Expected,
+		ViolationsByFault:   maps.Clone(res.ByFault),
+		StoreCorrect:        res.StoreCorrect,
+		StoreChecked:        res.StoreChecked,
+		WritesAccepted:      res.Writes,
+		AcquireLatencyMs:    latency(run.History),
+		LongestStallMs:      ms(res.Liveness.LongestStall),
+		StallThresholdMs:    ms(res.Liveness.Threshold),
+		LivenessOK:          res.Liveness.OK,
+		QuorumLostMs:        ms(res.Liveness.QuorumLost),
+	}
+	if r.ViolationsByFault == nil {
+		r.ViolationsByFault = map[history.FaultKind]history.Counts{}
+	}
+	for _, f := range res.Faults {
+		r.Faults[f.Kind]++
+	}
+	// Unexpected violations first: they are the ones to look at.
+	vs := slices.Clone(res.Violations)
+	slices.SortStableFunc(vs, func(a, b history.Violation) int {
+		return cmp.Compare(boolInt(a.Expected), boolInt(b.Expected))
+	})
+	shown := map[history.Property]int{}
+	for _, v := range vs {
+		if shown[v.Property] == examplesPerProperty {
+			continue
+		}
+		shown[v.Property]++
+		r.Examples = append(r.Examples, Example{Property: v.Property, Key: v.Key, Ops: v.Ops,
+			StartMs: ms(v.Start), EndMs: ms(v.End), Faults: v.Faults, Expected: v.Expected, Detail: v.Detail})
+	}
+	return r
+}
+
+// WriteJSON writes r as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// latency returns the p50, p99 and max of successful acquires of h.
+func latency(h history.History) Latency {
+	var ds []time.Duration
+	for _, op := range h.Ops {
+		if op.Kind == history.KindAcquire && op.Outcome == history.OK {
+			ds = append(ds, op.Complete-op.Invoke)
+		}
+	}
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	return Latency{P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(ds[len(ds)-1])}
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	i := (len(ds)*p + 99) / 100 // ceil(len*p/100), 1-based
+	return ds[max(i, 1)-1]
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

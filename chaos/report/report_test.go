@@ -1,0 +1,137 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden reports in testdata")
+
+func TestReport(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		broken  bool
+		verdict history.Verdict
+		found   history.Counts
+	}{
+		{"ok", false, history.VerdictOK, history.Counts{MutualExclusion: 1}},
+		{"violated", true, history.VerdictViolated, history.Counts{MutualExclusion: 2, StaleWritesAccepted: 1, LostWrites: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := New(sampleRun(tc.broken))
+			if rep.Verdict != tc.verdict || rep.Violations != tc.found {
+				t.Fatalf("verdict %s (%s), violations %+v; want %s, %+v", rep.Verdict, rep.Reason, rep.Violations, tc.verdict, tc.found)
+			}
+			var js, text bytes.Buffer
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name+".json", js.Bytes())
+			golden(t, tc.name+".txt", text.Bytes())
+
+			var m map[string]any
+			if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"nodes", "clients", "duration_s", "acquisitions", "acquire_failures",
+				"faults", "violations", "stale_writes_rejected", "verdict"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("JSON report has no %q", k)
+				}
+			}
+			vs, _ := m["violations"].(map[string]any)
+			for _, k := range []string{"mutual_exclusion", "fencing_order", "duplicate_tokens", "stale_writes_accepted", "lost_writes"} {
+				if _, ok := vs[k].(float64); !ok {
+					t.Errorf("JSON violations has no number %q: %v", k, vs)
+				}
+			}
+			if m["verdict"] != string(tc.verdict) || m["nodes"] != 5.0 || m["stale_writes_rejected"] != 1.0 {
+				t.Errorf("JSON verdict %v, nodes %v, stale_writes_rejected %v", m["verdict"], m["nodes"], m["stale_writes_rejected"])
+			}
+			faults, _ := m["faults"].(map[string]any)
+			if faults["kill"] != 1.0 || faults["client-pause"] != 1.0 || len(faults) != 4 {
+				t.Errorf("JSON faults %v", faults)
+			}
+		})
+	}
+}
+
+// golden compares got with testdata/name (go test -update rewrites it).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update to accept):\n%s", path, got)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ms   []int
+		want Latency
+	}{
+		{"none", nil, Latency{}},
+		{"one", []int{3}, Latency{3, 3, 3}},
+		{"hundred", seq(100), Latency{50, 99, 100}},
+		{"unsorted", []int{9, 1, 5}, Latency{5, 9, 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h history.History
+			for i, d := range tc.ms {
+				h.Ops = append(h.Ops, history.Op{ID: i + 1, Kind: history.KindAcquire, Outcome: history.OK,
+					Invoke: time.Second, Complete: time.Second + time.Duration(d)*time.Millisecond})
+			}
+			if got := latency(h); got != tc.want {
+				t.Errorf("latency %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i + 1
+	}
+	slices.Reverse(s)
+	return s
+}
+
+func TestProgress(t *testing.T) {
+	for _, tc := range []struct {
+		stats      history.Stats
+		violations int
+		want       string
+	}{
+		{history.Stats{}, 0, "t=0.0s acq=0 fail=0 faults=0 violations=0"},
+		{history.Stats{Elapsed: 7240 * time.Millisecond, Acquisitions: 1234, AcquireFailures: 3, Faults: 5}, 2,
+			"t=7.2s acq=1234 fail=3 faults=5 violations=2"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := Progress(tc.stats, tc.violations); got != tc.want {
+				t.Errorf("got %q", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// workload plays a run on a fake clock: clients take turns on one key,
+// write to a fenced store, and release, while faults come and go.
+type workload struct {
+	clk   *clock.Fake
+	rec   *history.Recorder
+	token uint64
+	n     int // writes so far, for unique entries
+	store []string
+}
+
+func newWorkload(nodes int) *workload {
+	clk := clock.NewFake(time.Unix(0, 0))
+	return &workload{clk: clk, rec: history.NewRecorder(clk, nodes)}
+}
+
+func (w *workload) step(d time.Duration) { w.clk.Advance(d) }
+
+func (w *workload) acquire(client int) history.Hold {
+	a := w.rec.Acquire(client, "job")
+	w.step(time.Millisecond + time.Duration(w.token%3)*300*time.Microsecond)
+	w.token++
+	return a.OK(w.token, fmt.Sprintf("v%d", w.token), 30*time.Millisecond)
+}
+
+// write writes under h; the store takes it unless reject is set.
+func (w *workload) write(h history.Hold, reject bool) {
+	w.n++
+	entry := fmt.Sprintf("e%d", w.n)
+	c := w.rec.Write(h, "table", entry)
+	w.step(500 * time.Microsecond)
+	if reject {
+		c.Rejected()
+		return
+	}
+	w.store = append(w.store, entry)
+	c.Accepted(uint64(len(w.store)))
+}
+
+func (w *workload) release(h history.Hold, lost bool) {
+	r := w.rec.Release(h)
+	w.step(500 * time.Microsecond)
+	if lost {
+		r.LockLost()
+	} else {
+		r.OK()
+	}
+}
+
+func (w *workload) turn(client int) {
+	if client%2 == 1 {
+		w.rec.Acquire((client+1)%4, "job").Fail(errors.New("not acquired"))
+	}
+	h := w.acquire(client)
+	w.write(h, false)
+	w.step(4 * time.Millisecond)
+	w.release(h, false)
+	w.step(time.Millisecond)
+}
+
+// sampleRun is a run of 4 clients on 5 nodes with node faults and a client
+// paused past its validity (an expected overlap; its stale write rejected).
+// With broken set, two clients also hold at once with no fault to blame, and
+// an acknowledged write goes missing from the store.
+func sampleRun(broken bool) Run {
+	w := newWorkload(5)
+	kill := w.rec.Fault(history.FaultKill, 1)
+	for i := range 8 {
+		w.turn(i % 4)
+	}
+	kill.End()
+	lat := w.rec.Fault(history.FaultLatency, 3)
+
+	paused := w.acquire(2)
+	w.write(paused, false)
+	pause := w.rec.Fault(history.FaultClientPause, 2)
+	w.step(30 * time.Millisecond)
+	w.rec.Lost(paused)
+	w.turn(3)
+	pause.End()
+	w.write(paused, true)
+	w.release(paused, true)
+	lat.End()
+
+	part := w.rec.Fault(history.FaultPartition, 4)
+	for i := range 8 {
+		w.turn(i % 4)
+	}
+	part.End()
+	if broken {
+		a, b := w.acquire(0), w.acquire(1)
+		w.write(b, false)
+		w.write(a, false)
+		w.step(2 * time.Millisecond)
+		w.release(a, false)
+		w.release(b, false)
+		w.store = w.store[1:]
+	}
+	w.turn(1)
+	w.rec.FinalStore("table", w.store)
+	h := w.rec.History()
+	return Run{Clients: 4, Duration: h.End, Backend: "process", Seed: 7, History: h,
+		Result: history.Check(h, history.CheckOptions{})}
+}

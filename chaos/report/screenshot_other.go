@@ -1,0 +1,7 @@
+//go:build !unix
+
+package report
+
+import "os/exec"
+
+func ownGroup(*exec.Cmd) {}

@@ -1,0 +1,109 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+)
+
+// maxTextExamples caps the violations the text summary lists.
+const maxTextExamples = 3
+
+// WriteText writes a summary of a few lines for a terminal.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict: %s (%s)\n", strings.ToUpper(string(r.Verdict)), r.Reason)
+	fmt.Fprintf(&b, "run: %d nodes, %d clients, %.1fs", r.Nodes, r.Clients, r.DurationS)
+	if r.Backend != "" {
+		fmt.Fprintf(&b, ", backend %s", r.Backend)
+	}
+	fmt.Fprintf(&b, ", seed %d\n", r.Seed)
+	l := r.AcquireLatencyMs
+	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
+		r.Acquisitions, r.AcquireFailures, msText(l.P50), msText(l.P99), msText(l.Max))
+	fmt.Fprintf(&b, "faults: %s\n", faultsText(r.Faults))
+	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations))
+	store := "correct"
+	if !r.StoreCorrect {
+		store = "NOT CORRECT"
+	}
+	if !r.StoreChecked {
+		store += " (final contents not recorded: lost writes not checked)"
+	}
+	fmt.Fprintf(&b, "store: %s; %d writes accepted, %d stale writes rejected\n", store, r.WritesAccepted, r.StaleWritesRejected)
+	live := "ok"
+	if !r.LivenessOK {
+		live = "WARNING"
+	}
+	fmt.Fprintf(&b, "liveness: %s, longest stall %s with a quorum up (threshold %s)",
+		live, msText(r.LongestStallMs), msText(r.StallThresholdMs))
+	if r.QuorumLostMs > 0 {
+		fmt.Fprintf(&b, "; no quorum for %s", msText(r.QuorumLostMs))
+	}
+	b.WriteString("\n")
+	for i, ex := range r.Examples {
+		if i == maxTextExamples {
+			fmt.Fprintf(&b, "  ... %d more examples in the JSON report\n", len(r.Examples)-i)
+			break
+		}
+		tag := "UNEXPECTED"
+		if ex.Expected {
+			tag = "expected"
+		}
+		faults := "no fault"
+		if len(ex.Faults) > 0 {
+			faults = joinKinds(ex.Faults)
+		}
+		fmt.Fprintf(&b, "  ! %s %s at %s [%s]: %s\n", tag, ex.Property, msText(ex.StartMs), faults, ex.Detail)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Progress formats one line about a run in progress, e.g.
+// "t=7.2s acq=1234 fail=3 faults=5 violations=0".
+func Progress(s history.Stats, violations int) string {
+	return fmt.Sprintf("t=%.1fs acq=%d fail=%d faults=%d violations=%d",
+		s.Elapsed.Seconds(), s.Acquisitions, s.AcquireFailures, s.Faults, violations)
+}
+
+func faultsText(faults map[history.FaultKind]int) string {
+	if len(faults) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(faults)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, faults[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countsText(found, expected history.Counts) string {
+	var parts []string
+	for _, p := range history.Properties() {
+		s := fmt.Sprintf("%s %d", p, found.Get(p))
+		if e := expected.Get(p); e > 0 {
+			s += fmt.Sprintf(" (%d expected)", e)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinKinds(kinds []history.FaultKind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// msText prints a millisecond figure the way time.Duration does.
+func msText(ms float64) string {
+	return time.Duration(ms * float64(time.Millisecond)).Round(10 * time.Microsecond).String()
+}

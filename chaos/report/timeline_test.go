@@ -1,0 +1,156 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+)
+
+func TestHTML(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		run    Run
+		labels bool // holds are wide enough for some token labels
+	}{
+		{"ok", sampleRun(false), true},
+		{"violated", sampleRun(true), true},
+		{"empty", Run{Result: history.Check(history.History{}, history.CheckOptions{})}, false},
+		{"busy", busyRun(t, 5000), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteHTML(&b, tc.run); err != nil {
+				t.Fatal(err)
+			}
+			page := b.String()
+			if !strings.Contains(page, `class="verdict `+string(tc.run.Result.Verdict)+`"`) {
+				t.Errorf("no verdict %q in the header", tc.run.Result.Verdict)
+			}
+			// Self-contained: nothing fetched from anywhere.
+			for _, bad := range []string{"http:", "https:", "src=", "<script", "<link", "@import"} {
+				if strings.Contains(page, bad) {
+					t.Errorf("page contains %q", bad)
+				}
+			}
+			_, plot, _ := strings.Cut(page, `<div class="plot">`) // not the legend
+			holds := regexp.MustCompile(`<rect class="hold[ "]`).FindAllString(plot, -1)
+			if len(holds) != len(tc.run.Result.Spans) {
+				t.Errorf("%d hold bars for %d holds", len(holds), len(tc.run.Result.Spans))
+			}
+			labels := strings.Count(plot, `class="holdlabel"`)
+			if tc.labels != (labels > 0) {
+				t.Errorf("%d holds labelled with their tokens", labels)
+			}
+			bad := strings.Count(plot, `<rect class="hold bad"`)
+			if (tc.run.Result.Unexpected().MutualExclusion > 0) != (bad > 0) {
+				t.Errorf("%d red holds with %+v", bad, tc.run.Result.Unexpected())
+			}
+		})
+	}
+}
+
+func TestHTMLEscapes(t *testing.T) {
+	h := history.History{Nodes: 1, End: time.Second, Ops: []history.Op{
+		{ID: 1, Kind: history.KindAcquire, Key: `<script>alert(1)</script>`, Outcome: history.OK,
+			Invoke: 0, Complete: time.Millisecond, Token: 1, ValidUntil: 500 * time.Millisecond},
+	}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, Run{History: h, Result: history.Check(h, history.CheckOptions{})}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script>") {
+		t.Error("a key reached the page unescaped")
+	}
+}
+
+// busyRun is a clean run with n holds spread over 4 clients.
+func busyRun(t *testing.T, n int) Run {
+	t.Helper()
+	w := newWorkload(3)
+	for i := range n {
+		h := w.acquire(i % 4)
+		w.write(h, false)
+		w.release(h, false)
+	}
+	w.rec.FinalStore("table", w.store)
+	h := w.rec.History()
+	return Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
+}
+
+// TestScreenshot renders a timeline with a violation in a real browser and
+// looks for the hold and violation colours in the picture.
+func TestScreenshot(t *testing.T) {
+	dir := t.TempDir()
+	page, shot := filepath.Join(dir, "timeline.html"), filepath.Join(dir, "timeline.png")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, sampleRun(true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	if err := Screenshot(ctx, page, shot); errors.Is(err, ErrNoBrowser) {
+		t.Skip("no chromium installed: install the chromium package to run this test")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	img, err := png.Decode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1400 || b.Dy() != 900 {
+		t.Errorf("screenshot is %v, want 1400x900", b)
+	}
+	for _, c := range []struct {
+		name string
+		rgb  color.RGBA
+	}{
+		{"hold blue", color.RGBA{0x25, 0x63, 0xeb, 0xff}},
+		{"violation red", color.RGBA{0xdc, 0x26, 0x26, 0xff}},
+		{"expected orange", color.RGBA{0xea, 0x58, 0x0c, 0xff}},
+		{"node down grey", color.RGBA{0x4b, 0x55, 0x63, 0xff}},
+	} {
+		if n := count(img, c.rgb); n < 50 {
+			t.Errorf("%s: %d pixels of %v, want at least 50", c.name, n, c.rgb)
+		}
+	}
+}
+
+// count returns how many pixels of img are close to c (the page draws some
+// shapes translucent, and the browser antialiases edges).
+func count(img image.Image, c color.RGBA) int {
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near(r>>8, c.R) && near(g>>8, c.G) && near(bl>>8, c.B) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func near(v uint32, want uint8) bool { return max(v, uint32(want))-min(v, uint32(want)) <= 24 }

@@ -2,6 +2,11 @@ package redisproc_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +75,38 @@ func TestKillStopsNode(t *testing.T) {
 	}
 	if err := p.Pause(); err != redisproc.ErrNotRunning {
 		t.Fatalf("Pause on killed node: %v, want ErrNotRunning", err)
+	}
+}
+
+func TestSetEnvAppliesAtNextStart(t *testing.T) {
+	// redis-server overwrites its environment block for its process title,
+	// so a wrapper script notes what each start was given.
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen")
+	wrapper := filepath.Join(dir, "redis-server")
+	script := fmt.Sprintf("#!/bin/sh\necho \"start:$FENCEDLOCK_TEST_ENV\" >> %q\nexec redis-server \"$@\"\n", seen)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := redisproc.Start(t.Context(), redisproc.Config{Binary: wrapper, Env: []string{"FENCEDLOCK_TEST_ENV=old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+
+	p.SetEnv([]string{"FENCEDLOCK_TEST_ENV=new"})
+	if err := p.Restart(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	p.SetEnv(nil)
+	if err := p.Restart(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(b)), []string{"start:old", "start:new", "start:"}; !slices.Equal(got, want) {
+		t.Fatalf("environments seen %q, want %q", got, want)
 	}
 }

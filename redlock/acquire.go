@@ -56,16 +56,30 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
 	default:
 	}
+	wall := time.Now() // network waits are real time
 	a := c.startAttempt(key, ttl)
 	n, q := len(c.nodes), c.quorum
 	var (
-		grants  = make([]reply, 0, n)
-		refused int
-		hint    time.Duration
-		errs    []error
+		grants    = make([]reply, 0, n)
+		refused   int
+		hint      time.Duration
+		errs      []error
+		contended <-chan time.Time
 	)
 	for len(grants) < q && refused+len(errs) <= n-q {
+		if refused > 0 && contended == nil {
+			// Someone else holds the key on a node and the outcome waits on
+			// nodes that have not answered. Healthy nodes answer within a
+			// few round trips; a frozen one only at the node timeout, and
+			// holding partial grants that long makes every contender fail
+			// (a convoy). So give the rest a short grace, then step back.
+			t := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
+			defer t.Stop()
+			contended = t.C
+		}
 		select {
+		case <-contended:
+			return nil, hint, a.fail(ErrNotAcquired)
 		case r := <-a.replies:
 			switch {
 			case r.err != nil:

@@ -70,7 +70,8 @@ func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
 	deadline := time.Now().Add(a.timeout) // a network deadline: real time
 	for i := range c.nodes {
 		c.batchers[i].do(&op{script: acquireScript, keys: a.keys, args: args, deadline: deadline,
-			done: func(v any, err error) { a.answer(i, v, err) }})
+			done: func(v any, err error) { a.answer(i, v, err) },
+			late: func(v any, _ error) { a.lateAnswer(i, v) }})
 	}
 	return a
 }
@@ -98,6 +99,23 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.mu.Unlock()
 	a.replies <- r // buffered for every node: never blocks
 	a.settle(r, state, token)
+}
+
+// lateAnswer handles a reply that came after node i's call had already
+// counted as timed out: a grant there is real, so it is released unless the
+// hold is still on; a hold that is on keeps it, and Unlock's release (sent
+// to every node that failed) or the TTL removes it.
+func (a *attempt) lateAnswer(i int, v any) {
+	res, _ := v.([]any)
+	if len(res) != 2 || asInt(res[0]) != 1 {
+		return
+	}
+	a.mu.Lock()
+	state := a.state
+	a.mu.Unlock()
+	if state != acquired {
+		a.c.send(i, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
+	}
 }
 
 func asInt(v any) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,17 +24,26 @@ const (
 )
 
 var (
-	errQueueFull = errors.New("redlock: node queue full")
-	errExpired   = errors.New("redlock: node call deadline passed while queued")
+	errQueueFull   = errors.New("redlock: node queue full")
+	errExpired     = errors.New("redlock: node call deadline passed while queued")
+	errNodeTimeout = errors.New("redlock: node timeout")
 )
 
-// op is one script call. done runs on the worker: it must not block.
+// op is one script call. done runs exactly once, on a worker or on the
+// op's deadline timer: it must not block. A reply that comes after the
+// deadline went to done as a timeout is handed to late, if set: go-redis
+// honours a ctx deadline only with ContextTimeoutEnabled, so a call to a
+// frozen node can outlive its deadline, and its effect must still be seen.
 type op struct {
 	script   *redis.Script
 	keys     []string
 	args     []any
 	deadline time.Time
 	done     func(v any, err error)
+	late     func(v any, err error)
+
+	finished atomic.Bool
+	timer    *time.Timer
 }
 
 type batcher struct {
@@ -68,6 +78,7 @@ func (b *batcher) do(o *op) {
 		return
 	}
 	b.c.inflight.add()
+	o.timer = time.AfterFunc(time.Until(o.deadline), func() { b.complete(o, nil, errNodeTimeout) })
 	select {
 	case b.ops <- o:
 		b.mu.RUnlock()
@@ -78,9 +89,25 @@ func (b *batcher) do(o *op) {
 	b.finish(o, nil, errQueueFull)
 }
 
+// finish completes o with a reply, stopping its deadline timer.
 func (b *batcher) finish(o *op, v any, err error) {
+	if b.complete(o, v, err) {
+		o.timer.Stop()
+	}
+}
+
+// complete completes o once and reports whether this call did; a second
+// completion is a late reply.
+func (b *batcher) complete(o *op, v any, err error) bool {
+	if !o.finished.CompareAndSwap(false, true) {
+		if o.late != nil && err == nil {
+			o.late(v, err)
+		}
+		return false
+	}
 	o.done(v, err)
 	b.c.inflight.done()
+	return true
 }
 
 func (b *batcher) work() {
@@ -119,6 +146,9 @@ func (b *batcher) exec(batch []*op) {
 	live := batch[:0]
 	var deadline time.Time
 	for _, o := range batch {
+		if o.finished.Load() {
+			continue // timed out in the queue, never sent: nothing to undo
+		}
 		if !o.deadline.After(now) {
 			b.finish(o, nil, errExpired)
 			continue

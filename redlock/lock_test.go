@@ -168,8 +168,14 @@ func TestExtend(t *testing.T) {
 	if !l.Until().After(before) {
 		t.Fatalf("Until %v not after %v", l.Until(), before)
 	}
-	if pttl := r.clients[1].PTTL(ctx, "k").Val(); pttl < 20*time.Second {
-		t.Fatalf("PTTL after extend %v", pttl)
+	extended := 0 // Extend decides at a quorum; the last node may still be on the wire
+	for _, rc := range r.clients {
+		if rc.PTTL(ctx, "k").Val() > 20*time.Second {
+			extended++
+		}
+	}
+	if extended < c.Quorum() {
+		t.Fatalf("%d nodes extended, want >= %d", extended, c.Quorum())
 	}
 	// The key vanishes on a majority: Extend must not re-create it.
 	for _, rc := range r.clients[:2] {

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 )
 
@@ -41,7 +42,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, err
 		}
 		if hint > 0 && hint < d {
-			d = hint
+			// Wake when the holder's key expires, spread over a couple of
+			// milliseconds: waiters in other processes got the same hint,
+			// and arriving together splits the nodes' votes.
+			d = hint + rand.N(2*time.Millisecond)
 		}
 		if err := c.sleep(ctx, q.released, d); err != nil {
 			return nil, err

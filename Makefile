@@ -10,7 +10,7 @@ deps:
 	bash scripts/deps.sh
 
 demo: deps
-	$(GO) run ./examples/quickstart
+	$(GO) run ./cmd/fencedlock chaos --duration 20s --json report.json --html report.html
 
 vet:
 	$(GO) vet ./...

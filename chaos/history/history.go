@@ -67,6 +67,7 @@ const (
 	FaultClockSkew          FaultKind = "clock-skew"           // the node's clock jumps or runs off
 	FaultClientPause        FaultKind = "client-pause"         // a holder stops past its validity (a GC pause)
 	FaultClientClockSkew    FaultKind = "client-clock-skew"    // a client's clock is off
+	FaultKillDuringAcquire  FaultKind = "kill-during-acquire"  // SIGKILL as an acquire's script goes out, then restarted (with data)
 )
 
 // ClientSide reports whether the fault concerns a client (Op.Client) rather
@@ -79,7 +80,8 @@ func (k FaultKind) ClientSide() bool {
 // clients, so that it does not count toward a quorum.
 func (k FaultKind) TakesNodeDown() bool {
 	switch k {
-	case FaultKill, FaultRestart, FaultRestartWithoutData, FaultDelayedRestart, FaultPause, FaultPartition:
+	case FaultKill, FaultRestart, FaultRestartWithoutData, FaultDelayedRestart, FaultPause, FaultPartition,
+		FaultKillDuringAcquire:
 		return true
 	}
 	return false

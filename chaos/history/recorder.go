@@ -232,6 +232,23 @@ func (r *Recorder) Fault(kind FaultKind, target int) FaultCall {
 // or the skew or latency was removed.
 func (c FaultCall) End() { c.r.complete(c.id, OK, nil) }
 
+// FaultAt records a fault that is already over, from start to end on the
+// recorder's clock: for fault runners that report a fault when it ended.
+func (r *Recorder) FaultAt(kind FaultKind, target int, start, end time.Time) {
+	op := Op{Kind: KindFault, Fault: kind, Outcome: OK,
+		Invoke: start.Sub(r.start), Complete: max(end.Sub(r.start), start.Sub(r.start))}
+	if kind.ClientSide() {
+		op.Client = target
+	} else {
+		op.Node = target
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Faults++
+	op.ID = len(r.ops) + 1
+	r.ops = append(r.ops, op)
+}
+
 // FinalStore records the store's contents for resource at the end of the
 // run: every entry it holds, in the store's order. Call it once for every
 // resource written (an unlisted resource counts as empty once any is listed).

@@ -194,3 +194,22 @@ func TestRecorderConcurrent(t *testing.T) {
 		})
 	}
 }
+
+func TestRecorderFaultAt(t *testing.T) {
+	fake := clock.NewFake(time.Unix(100, 0))
+	r := NewRecorder(fake, 3)
+	start := fake.Now().Add(2 * time.Second)
+	r.FaultAt(FaultPause, 1, start, start.Add(time.Second))
+	r.FaultAt(FaultClientPause, 4, start, start.Add(-time.Second)) // an end before the start is clamped
+	h := r.History()
+	fs := Faults(h)
+	if len(fs) != 2 || r.Stats().Faults != 2 {
+		t.Fatalf("faults %+v, stats %+v", fs, r.Stats())
+	}
+	if fs[0].Kind != FaultPause || fs[0].Node != 1 || fs[0].Start != 2*time.Second || fs[0].End != 3*time.Second || fs[0].Open {
+		t.Fatalf("node fault %+v", fs[0])
+	}
+	if fs[1].Client != 4 || fs[1].End != fs[1].Start {
+		t.Fatalf("client fault %+v", fs[1])
+	}
+}

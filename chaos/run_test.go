@@ -1,0 +1,95 @@
+package chaos_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/history"
+)
+
+// short runs one fault kind for a few seconds with a short TTL, so that
+// many holds and several faults fit.
+func short(t *testing.T, faults ...string) history.Result {
+	t.Helper()
+	run, err := chaos.Run(t.Context(), chaos.Config{
+		Nodes: 5, Clients: 6, Duration: 3 * time.Second, Faults: faults, Seed: 7,
+		TTL: 300 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run.Result
+	t.Logf("%s: %d acquisitions, %d failed, faults %v, found %+v, expected %+v, stale rejected %d, longest stall %v",
+		faults, res.Acquisitions, res.AcquireFailures, len(res.Faults), res.Found, res.Expected,
+		res.StaleWritesRejected, res.Liveness.LongestStall)
+	if res.Acquisitions < 10 {
+		t.Fatalf("only %d acquisitions in 3s", res.Acquisitions)
+	}
+	if !res.StoreChecked || !res.StoreCorrect {
+		t.Fatalf("store not correct: %+v", res.Found)
+	}
+	return res
+}
+
+func TestToleratedFaults(t *testing.T) {
+	for _, f := range chaos.Tolerated() {
+		t.Run(f, func(t *testing.T) {
+			res := short(t, f)
+			if res.Verdict != history.VerdictOK {
+				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
+			}
+			if n := res.Found.Total(); n != 0 {
+				t.Fatalf("%d violations under %s, a fault the lock tolerates: %+v", n, f, res.Violations)
+			}
+			if len(res.Faults) == 0 {
+				t.Fatalf("no %s fault was injected", f)
+			}
+		})
+	}
+}
+
+func TestAssumptionBreakingFaults(t *testing.T) {
+	for _, tc := range []struct {
+		fault      string
+		mustBreak  bool // mutual exclusion reliably breaks within the run
+		mustReject bool // and the store reliably rejects stale writes
+	}{
+		{chaos.ClientPause, true, true},
+		{chaos.ClientClockSkew, true, true},
+		{"clock-skew", false, false},
+		{"restart-without-data", false, false},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			res := short(t, tc.fault)
+			if n := res.Unexpected().Total(); n != 0 {
+				t.Fatalf("%d violations not explained by %s: %+v", n, tc.fault, res.Violations)
+			}
+			if tc.mustBreak && res.Expected.MutualExclusion == 0 {
+				t.Fatalf("%s never broke mutual exclusion: the fault did not bite", tc.fault)
+			}
+			if tc.mustReject && res.StaleWritesRejected == 0 {
+				t.Fatalf("%s: no stale write was rejected: fencing was not exercised", tc.fault)
+			}
+		})
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, cfg := range []chaos.Config{
+		{Nodes: -1},
+		{Clients: 1000},
+		{Duration: time.Millisecond},
+		{Faults: []string{"meteor"}},
+		{Backend: "vm"},
+		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
+	} {
+		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
+			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)
+		}
+	}
+	if _, err := chaos.ParseFaults("kill,meteor"); !errors.Is(err, chaos.ErrConfig) {
+		t.Errorf("ParseFaults: %v", err)
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestChaosCommand(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	r := call(t.Context(), "chaos", "--nodes", "3", "--clients", "3", "--duration", "2s", "--ttl", "300ms",
+		"--faults", "kill,pause", "--seed", "3", "--quiet", "--json", jsonPath, "--html", htmlPath)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "verdict: OK") {
+		t.Fatalf("no verdict in the summary:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nodes", "clients", "duration_s", "acquisitions", "acquire_failures", "faults",
+		"violations", "stale_writes_rejected", "verdict"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("JSON report lacks %q", k)
+		}
+	}
+	if rep["nodes"] != 3.0 || rep["verdict"] != "ok" || rep["acquisitions"].(float64) < 10 {
+		t.Errorf("report %v", rep)
+	}
+	h, err := os.ReadFile(htmlPath)
+	if err != nil || !strings.Contains(string(h), "<svg") {
+		t.Fatalf("HTML report: %v (%d bytes)", err, len(h))
+	}
+}
+
+func TestChaosBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--faults", "kill,meteor"},
+		{"--nodes", "0"},
+		{"--backend", "vm"},
+		{"--duration", "soon"},
+		{"--seed", "0"},
+		{"extra"},
+	} {
+		r := call(t.Context(), append([]string{"chaos"}, args...)...)
+		if r.code != exitUsage {
+			t.Errorf("chaos %q: exit %d, want 2 (stderr %q)", args, r.code, r.stderr)
+		}
+	}
+}

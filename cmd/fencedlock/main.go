@@ -1,0 +1,162 @@
+// Command fencedlock holds a lock on a majority of independent Redis nodes
+// while a command runs (like flock(1), across machines), shows what the
+// nodes hold for a key, and runs chaos scenarios against local nodes.
+//
+//	fencedlock run    --nodes ADDRS --key KEY [flags] -- COMMAND [ARGS...]
+//	fencedlock status --nodes ADDRS --key KEY [--json]
+//	fencedlock chaos  [flags]
+//	fencedlock version
+//
+// Each command's --help lists its flags and exit statuses.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Exit statuses shared by the commands; `run` otherwise exits with the
+// command's own status. The 6x and 7x values are from sysexits.h.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // fencedlock failed: no node answered, an unexpected error
+	exitUsage       = 2   // bad usage
+	exitUnavailable = 69  // EX_UNAVAILABLE: too few nodes answered to decide
+	exitLockLost    = 70  // the lock was lost while the command ran
+	exitTempFail    = 75  // EX_TEMPFAIL: the lock is held by someone else
+	exitCannotExec  = 126 // the command was found but could not be started
+	exitNotFound    = 127 // the command was not found
+)
+
+const mainUsage = `fencedlock — a lock on a majority of independent Redis nodes, with fencing tokens
+
+Usage:
+  fencedlock run    --nodes ADDRS --key KEY [flags] -- COMMAND [ARGS...]
+  fencedlock status --nodes ADDRS --key KEY [--json]
+  fencedlock chaos  [flags]
+  fencedlock version
+
+Commands:
+  run      hold the lock while COMMAND runs, like flock(1) across machines
+  status   show what each node holds for a key, and whether a quorum holds it
+  chaos    run a fault-injection scenario against local Redis nodes and report
+  version  print the version
+
+ADDRS is a comma-separated list of host:port or redis://[user:password@]host:port[/db];
+a lock needs a majority of them. Run 'fencedlock COMMAND --help' for a command's flags.
+`
+
+func main() {
+	redis.SetLogger(quietLogger{}) // node failures are reported by the commands themselves
+	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// realMain runs the command line args (without the program name) and
+// returns the exit status.
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		return runWithLock(ctx, rest, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr)
+	case "chaos":
+		return runChaos(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "fencedlock %s %s\n", version(), runtime.Version())
+		return exitOK
+	case "help", "--help", "-help", "-h":
+		if len(rest) > 0 && rest[0] != "help" && !strings.HasPrefix(rest[0], "-") {
+			return realMain(ctx, []string{rest[0], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "fencedlock: unknown command %q\n\n%s", cmd, mainUsage)
+		return exitUsage
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// command is what a subcommand needs to parse its flags and explain itself.
+type command struct {
+	fs     *flag.FlagSet
+	header string // usage line and description, before the flags
+	footer string // after the flags (exit statuses)
+}
+
+func newCommand(name, header, footer string) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are printed by parse, with the usage
+	fs.Usage = func() {}
+	return &command{fs: fs, header: header, footer: footer}
+}
+
+// parse parses args. When it returns false the command ends with code:
+// 0 after --help (usage on stdout), 2 on a bad flag (message and usage on
+// stderr).
+func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	err := c.fs.Parse(args)
+	switch {
+	case err == nil:
+		return exitOK, true
+	case errors.Is(err, flag.ErrHelp):
+		c.usage(stdout)
+		return exitOK, false
+	}
+	return c.fail(stderr, "%v", err), false
+}
+
+// fail prints a usage error and returns exitUsage.
+func (c *command) fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "fencedlock %s: %s\n\n", c.fs.Name(), fmt.Sprintf(format, args...))
+	c.usage(stderr)
+	return exitUsage
+}
+
+func (c *command) usage(w io.Writer) {
+	fmt.Fprint(w, c.header)
+	fmt.Fprintln(w, "\nFlags:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	c.fs.VisitAll(func(f *flag.Flag) {
+		arg, text := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if arg != "" {
+			name += " " + arg
+		}
+		switch f.DefValue {
+		case "", "false", "0", "0s":
+		default:
+			text += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, text)
+	})
+	_ = tw.Flush()
+	if c.footer != "" {
+		fmt.Fprint(w, "\n"+c.footer)
+	}
+}
+
+// quietLogger silences go-redis's own logging of dial failures.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// runArgs is `run --nodes ... --key key [flags...] -- argv...`.
+func runArgs(c *cluster, key string, flags []string, argv []string) []string {
+	args := append([]string{"run", "--nodes", c.nodes(), "--key", key}, flags...)
+	return append(append(args, "--"), argv...)
+}
+
+// tokenOf parses the token the env helper printed.
+func tokenOf(t *testing.T, stdout string) uint64 {
+	t.Helper()
+	for line := range strings.Lines(stdout) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "token="); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("FENCEDLOCK_TOKEN %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no token in the child's output %q", stdout)
+	return 0
+}
+
+func TestRunPassesTokenAndKey(t *testing.T) {
+	c := newCluster(t, 3)
+	const key = "job:env"
+	var last uint64
+	for range 2 {
+		r := call(t.Context(), runArgs(c, key, nil, helper(t, "env"))...)
+		if r.code != 0 {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		token := tokenOf(t, r.stdout)
+		if !strings.Contains(r.stdout, "key="+key+"\n") {
+			t.Errorf("child saw no FENCEDLOCK_KEY=%s: %q", key, r.stdout)
+		}
+		if token <= last {
+			t.Errorf("token %d after token %d: not increasing", token, last)
+		}
+		last = token
+		for i := range c.procs {
+			if got := c.fence(t, i, key); got != token {
+				t.Errorf("node %d: fence counter %d, child got token %d", i, got, token)
+			}
+		}
+		waitFor(t, 5*time.Second, "the release on every node", func() bool { return c.holders(t, key) == 0 })
+	}
+}
+
+func TestRunExitStatus(t *testing.T) {
+	c := newCluster(t, 3)
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		argv    []string
+		want    int
+		started bool // the lock was taken
+	}{
+		{"success", helper(t, "exit", "0"), 0, true},
+		{"failure", helper(t, "exit", "3"), 3, true},
+		{"status 75 passes through", helper(t, "exit", "75"), 75, true},
+		{"killed by SIGTERM", helper(t, "kill-self"), 128 + int(syscall.SIGTERM), true},
+		{"not found", []string{"fencedlock-test-no-such-command"}, exitNotFound, false},
+		{"path not found", []string{filepath.Join(t.TempDir(), "missing")}, exitNotFound, false},
+		{"not executable", []string{notExec}, exitCannotExec, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "job:exit:" + tc.name
+			r := call(t.Context(), runArgs(c, key, nil, tc.argv)...)
+			if r.code != tc.want {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.want, r.stderr)
+			}
+			waitFor(t, 5*time.Second, "the release on every node", func() bool { return c.holders(t, key) == 0 })
+			taken := c.rdbs[0].Exists(t.Context(), redlock.FenceKey(key)).Val() == 1
+			if taken != tc.started {
+				t.Errorf("lock taken = %v, want %v", taken, tc.started)
+			}
+		})
+	}
+}
+
+func TestRunHeldElsewhere(t *testing.T) {
+	c := newCluster(t, 3)
+	const key = "job:busy"
+	held, err := c.locker(t).TryLock(t.Context(), key, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Unlock(context.Background()) })
+	cases := []struct {
+		name  string
+		flags []string
+		msg   string
+		least time.Duration
+	}{
+		{"no wait", nil, `lock "job:busy" is held by someone else` + "\n", 0},
+		{"wait runs out", []string{"--wait", "300ms"}, "held by someone else (waited 300ms)", 300 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t.Context(), runArgs(c, key, tc.flags, helper(t, "env"))...)
+			if r.code != exitTempFail {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, exitTempFail, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.msg)
+			}
+			if r.stdout != "" {
+				t.Errorf("the command ran without the lock: %q", r.stdout)
+			}
+			if r.elapsed < tc.least {
+				t.Errorf("returned after %v, before --wait ran out", r.elapsed)
+			}
+		})
+	}
+}
+
+func TestRunWaitsForRelease(t *testing.T) {
+	c := newCluster(t, 3)
+	const key = "job:wait"
+	held, err := c.locker(t).TryLock(t.Context(), key, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := start(t.Context(), runArgs(c, key, []string{"--wait", "10s"}, helper(t, "env"))...)
+	// A waiter subscribes to the release announcements: then it is waiting.
+	waitFor(t, 5*time.Second, "the waiter to subscribe", func() bool {
+		for _, r := range c.rdbs {
+			if len(r.PubSubChannels(t.Context(), "*").Val()) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	released := time.Now()
+	if err := held.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, 10*time.Second)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := tokenOf(t, r.stdout); got <= held.Token() {
+		t.Errorf("token %d after the holder's %d", got, held.Token())
+	}
+	if d := time.Since(released); d > 3*time.Second {
+		t.Errorf("took the lock %v after the release: the release did not wake it", d)
+	}
+}
+
+func TestRunLockLost(t *testing.T) {
+	cases := []struct {
+		name     string
+		stubborn bool // the child ignores SIGTERM
+		grace    time.Duration
+		msg      string
+	}{
+		{"child stops on SIGTERM", false, 5 * time.Second, "lost while the command ran"},
+		{"SIGKILL after grace", true, 300 * time.Millisecond, "SIGKILL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 3)
+			argv, started := blockingChild(t, tc.stubborn)
+			flags := []string{"--ttl", "1s", "--grace", tc.grace.String()}
+			ch := start(t.Context(), runArgs(c, "job:lost", flags, argv)...)
+			pid := started()
+			killed := time.Now()
+			_ = c.procs[0].Kill()
+			_ = c.procs[1].Kill()
+			r := await(t, ch, 15*time.Second)
+			if r.code != exitLockLost {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, exitLockLost, r.stderr)
+			}
+			// ttl/3 to the failing extension, then the grace period.
+			if d := time.Since(killed); d > tc.grace+3*time.Second {
+				t.Errorf("the command was stopped %v after the nodes died", d)
+			}
+			for _, want := range []string{tc.msg, c.procs[0].Addr()} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr %q lacks %q", r.stderr, want)
+				}
+			}
+			if !gone(pid) {
+				t.Errorf("the command (pid %d) still runs", pid)
+			}
+		})
+	}
+}
+
+func TestRunStopsTheCommand(t *testing.T) {
+	sigterm := func(context.CancelFunc) { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
+	cases := []struct {
+		name  string
+		flags []string
+		stop  func(cancel context.CancelFunc)
+	}{
+		{"SIGTERM to fencedlock is forwarded", nil, sigterm},
+		{"SIGTERM forwarded with --foreground", []string{"--foreground"}, sigterm},
+		{"ctx ends", nil, func(cancel context.CancelFunc) { cancel() }},
+	}
+	c := newCluster(t, 3)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const key = "job:signal"
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			argv, started := blockingChild(t, false)
+			ch := start(ctx, runArgs(c, key, tc.flags, argv)...)
+			pid := started() // fencedlock listens for signals before it starts the child
+			tc.stop(cancel)
+			r := await(t, ch, 10*time.Second)
+			if want := 128 + int(syscall.SIGTERM); r.code != want {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, want, r.stderr)
+			}
+			if !gone(pid) {
+				t.Errorf("the command (pid %d) still runs", pid)
+			}
+			waitFor(t, 5*time.Second, "the release on every node", func() bool { return c.holders(t, key) == 0 })
+		})
+	}
+}
+
+func TestRunUnreachableNodes(t *testing.T) {
+	cases := []struct {
+		name string
+		kill int
+		hold bool // someone else holds the key on the live nodes
+		want int
+		msg  string
+	}{
+		{"minority down: runs", 1, false, 0, ""},
+		{"minority down, held elsewhere: busy", 1, true, exitTempFail, "fencedlock: warning: node "},
+		{"majority down: unavailable", 2, false, exitUnavailable, "2 of 3 nodes failed, a lock needs 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const key = "job:unreachable"
+			c := newCluster(t, 3)
+			for _, p := range c.procs[:tc.kill] {
+				_ = p.Kill()
+			}
+			if tc.hold {
+				if _, err := c.locker(t).TryLock(t.Context(), key, 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := call(t.Context(), runArgs(c, key, nil, helper(t, "env"))...)
+			if r.code != tc.want {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.want, r.stderr)
+			}
+			if r.elapsed > 3*time.Second {
+				t.Errorf("took %v: dead nodes must fail fast", r.elapsed)
+			}
+			if tc.want == 0 {
+				return
+			}
+			if !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.msg)
+			}
+			for _, p := range c.procs[:tc.kill] {
+				if want := "node " + p.Addr() + ": connection refused"; !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr %q lacks %q", r.stderr, want)
+				}
+			}
+			if r.stdout != "" {
+				t.Errorf("the command ran without the lock: %q", r.stdout)
+			}
+		})
+	}
+}

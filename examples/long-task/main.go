@@ -1,0 +1,154 @@
+// Command long-task runs a job that outlives its lock's TTL with Do: a
+// watchdog extends the lock every TTL/3 while the job runs, and the moment an
+// extension fails the job's ctx is cancelled, so it stops before it could
+// write without a lock. To show that, it kills a majority of the (locally
+// started) nodes in the middle of the job.
+//
+// With --nodes it does not kill servers it did not start: it runs the job for
+// three TTLs on extensions alone and releases the lock.
+//
+//	go run ./examples/long-task [--nodes h1:6379,h2:6379,h3:6379]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencedlock/fencedlock/internal/examplenodes"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
+		fmt.Fprintln(os.Stderr, "long-task:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("long-task", flag.ContinueOnError)
+	addrs := examplenodes.Flag(fs, 3)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	nodes, err := examplenodes.Open(ctx, *addrs, 3)
+	if err != nil {
+		return err
+	}
+	defer nodes.Close()
+	const key, ttl = "long-task:nightly-report", 300 * time.Millisecond
+	fmt.Fprintf(stdout, "nodes: %s\nDo %q ttl=%v: the watchdog extends the lock every ~%v\n", nodes, key, ttl, ttl/3)
+
+	// The observer shows what the lock itself sees: each extension, and each
+	// node that fails a call. (It is meant for metrics; keep it quick.)
+	tl := newTimeline(stdout)
+	obs := &observer{tl: tl, extended: make(chan struct{}, 64)}
+	// The per-node timeout defaults to TTL/20, 15ms for this demo's short
+	// TTL: ample on a LAN, tight on a busy machine running tests in parallel.
+	locks, err := redlock.New(nodes.Clients, redlock.WithObserver(obs), redlock.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer locks.Close()
+
+	err = locks.Do(ctx, key, ttl, func(ctx context.Context, l *redlock.Lock) error {
+		tl.printf("task started under token=%d, valid for %v", l.Token(), l.TTL().Round(time.Millisecond))
+		// The job's work would go here, in steps, checking ctx between them
+		// and passing l.Token() with every write. This one only waits.
+		limit := time.NewTimer(20 * ttl) // bounded: the example must not hang
+		defer limit.Stop()
+		for n := 0; ; {
+			select {
+			case <-ctx.Done():
+				select {
+				case <-l.Done():
+				default:
+					return ctx.Err() // cancelled from outside (Ctrl-C), lock still held
+				}
+				// Do cancels ctx when l.Done() closes. With validity left,
+				// that was a failed extension, not an expiry.
+				why := fmt.Sprintf("an extension reached fewer than %d of %d nodes, with %v of validity left",
+					locks.Quorum(), locks.Nodes(), l.TTL().Round(time.Millisecond))
+				if l.TTL() <= 0 {
+					why = "its validity ran out before an extension succeeded"
+				}
+				tl.printf("task ctx cancelled: %v; the lock was lost: %s", ctx.Err(), why)
+				return ctx.Err()
+			case <-obs.extended:
+				n++
+			case <-limit.C:
+				return errors.New("the task ran 20 TTLs without the lock being lost")
+			}
+			switch {
+			case n == 2 && nodes.Local():
+				// A majority of the nodes dies mid-task: the lock cannot be
+				// extended any more.
+				for _, p := range nodes.Procs[:locks.Quorum()] {
+					_ = p.Kill()
+				}
+				tl.printf("killed %d of %d nodes (%s)", locks.Quorum(), locks.Nodes(), strings.Join(nodes.Addrs[:locks.Quorum()], ", "))
+			case n == 9 && !nodes.Local():
+				tl.printf("task done after 3 TTLs on %d extensions", n)
+				return nil
+			}
+		}
+	})
+	switch {
+	case errors.Is(err, redlock.ErrLockLost) && nodes.Local():
+		fmt.Fprintf(stdout, "Do returned %q: errors.Is(err, redlock.ErrLockLost) = true\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return nil
+	case err == nil && !nodes.Local():
+		fmt.Fprintln(stdout, "Do returned nil: task finished, lock released")
+		return nil
+	case err == nil:
+		return errors.New("the task finished although a majority of nodes was killed")
+	}
+	return err
+}
+
+// observer prints lock events. Its methods run on the lock's goroutines.
+type observer struct {
+	redlock.NopObserver
+	tl       *timeline
+	extended chan struct{} // one per extension, for the task to count
+}
+
+func (o *observer) Extended(key string, token uint64) {
+	o.tl.printf("extended by the watchdog (token=%d)", token)
+	select {
+	case o.extended <- struct{}{}:
+	default:
+	}
+}
+
+func (o *observer) NodeError(err *redlock.NodeError) {
+	o.tl.printf("  node %d (%s) failed a call: %v", err.Node, err.Addr, err.Err)
+}
+
+// timeline prints lines stamped with the time since it began. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex // protects w
+	w     io.Writer
+	start time.Time
+}
+
+func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+
+func (t *timeline) printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "t=+%-5s ", fmt.Sprintf("%dms", time.Since(t.start).Milliseconds()))
+	fmt.Fprintf(t.w, format+"\n", args...)
+}

@@ -53,7 +53,7 @@ type batcher struct {
 	quit chan struct{}
 
 	start sync.Once
-	mu    sync.RWMutex // protects closed against sends to ops
+	mu    sync.RWMutex // protects close against sends to ops
 	close bool
 	wg    sync.WaitGroup // workers
 }
@@ -89,7 +89,6 @@ func (b *batcher) do(o *op) {
 	b.finish(o, nil, errQueueFull)
 }
 
-// finish completes o with a reply, stopping its deadline timer.
 func (b *batcher) finish(o *op, v any, err error) {
 	if b.complete(o, v, err) {
 		o.timer.Stop()
@@ -110,6 +109,7 @@ func (b *batcher) complete(o *op, v any, err error) bool {
 	return true
 }
 
+// work sends batches until stop.
 func (b *batcher) work() {
 	defer b.wg.Done()
 	batch := make([]*op, 0, maxBatch)

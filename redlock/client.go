@@ -62,6 +62,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		}
 		seen[addr] = i
 		c.nodes[i] = node{index: i, addr: addr, rdb: n}
+		if rc, ok := n.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled {
+			cfg.logger.Warn("redlock: node client without ContextTimeoutEnabled: a frozen node holds its connections until ReadTimeout",
+				"node", i, "addr", addr)
+		}
 	}
 	c.batchers = make([]*batcher, len(nodes))
 	for i := range nodes {

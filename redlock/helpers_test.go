@@ -22,8 +22,8 @@ func newRig(t testing.TB, n int, opts ...redistest.Option) *rig {
 	procs := redistest.StartN(t, n, opts...)
 	cs := make([]redis.UniversalClient, n)
 	for i, p := range procs {
-		// Low dial/read timeouts and no retries, so a dead node fails fast
-		// even where the test does not set a node timeout.
+		// go-redis defaults but for retries: the worst case the lock must
+		// handle (no ContextTimeoutEnabled: a frozen node holds its calls).
 		c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
 		cs[i] = c

@@ -182,6 +182,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			held = append(held, r.node)
 		}
 	}
+	c.waiters.releasing(l.a.key, l.a.value)
 	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
 		releaseScript, l.a.keys[:1], l.a.value, releaseChannel(l.a.key))
 	c.waiters.wake(l.a.key)

@@ -61,7 +61,7 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithRetry sets the retry strategy of Lock and Do. Default:
-// ExponentialBackoff(4ms, 128ms), woken early by releases.
+// ExponentialBackoff(16ms, 512ms), woken early by releases.
 func WithRetry(s RetryStrategy) Option {
 	return func(cfg *config) {
 		if s != nil {

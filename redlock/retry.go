@@ -24,13 +24,14 @@ func (noRetry) Backoff(int) (time.Duration, bool) { return 0, false }
 
 // ExponentialBackoff waits a random duration in [0, min(max, base·2^(attempt-1))]
 // ("full jitter"), so that waiters spread out instead of retrying in step.
-// base ≤ 0 means 4ms, max ≤ 0 means 128ms.
+// base ≤ 0 means 16ms, max ≤ 0 means 512ms: long, because releases wake
+// waiters and the backoff is only the net for a wake that never comes.
 func ExponentialBackoff(base, max time.Duration) RetryStrategy {
 	if base <= 0 {
-		base = 4 * time.Millisecond
+		base = 16 * time.Millisecond
 	}
 	if max <= 0 {
-		max = 128 * time.Millisecond
+		max = 512 * time.Millisecond
 	}
 	if max < base {
 		max = base

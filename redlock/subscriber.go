@@ -79,10 +79,10 @@ func (s *subscriber) listen(msgs <-chan any) {
 	for m := range msgs {
 		switch m := m.(type) {
 		case *redis.Message:
-			s.w.deliver(m.Channel, false)
+			s.w.deliver(s.node, m.Channel, m.Payload, false)
 		case *redis.Subscription:
 			if strings.EqualFold(m.Kind, "subscribe") {
-				s.w.deliver(m.Channel, true)
+				s.w.deliver(s.node, m.Channel, "", true)
 			}
 		}
 	}

@@ -14,15 +14,26 @@ import (
 // the holder's remaining TTL, and a release wakes it at once — through Redis
 // pub/sub from other processes, directly from this one. Waiters for one key
 // in one process queue up, first come first served, so that only the head
-// retries on the wire; a newcomer gets one attempt before it queues.
+// retries on the wire; a newcomer tries once first only when nobody in its
+// process waits. A release announced by a quorum of nodes wakes the head.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	lc, err := c.lockConfig(key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	l, hint, err := c.tryOnce(ctx, key, ttl, lc)
-	if err == nil || !retryable(ctx, err) {
-		return l, withCtx(ctx, err)
+	var (
+		l    *Lock
+		hint time.Duration
+	)
+	if c.waiters.waiting(key) {
+		// Local waiters are ahead: no barging, or the newcomer and the head
+		// woken by the last release split the nodes' votes.
+		err = ErrNotAcquired
+	} else {
+		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		if err == nil || !retryable(ctx, err) {
+			return l, withCtx(ctx, err)
+		}
 	}
 	q, w := c.waiters.join(key)
 	defer c.waiters.leave(key, q, w)
@@ -47,10 +58,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			// and arriving together splits the nodes' votes.
 			d = hint + rand.N(2*time.Millisecond)
 		}
-		if err := c.sleep(ctx, q.released, d); err != nil {
-			return nil, err
+		woken, serr := c.sleep(ctx, q.released, d)
+		if serr != nil {
+			return nil, serr
 		}
-		q.drain()
+		if woken {
+			attempt = 0 // a release, not a timeout: start the backoff over
+		}
+		c.waiters.drain(q)
 		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
@@ -72,21 +87,22 @@ func withCtx(ctx context.Context, err error) error {
 	return errors.Join(err, ctx.Err())
 }
 
-// sleep waits d on the client's clock, or until a release is announced.
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) error {
+// sleep waits d on the client's clock, or until a release is announced
+// (woken).
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (woken bool, err error) {
 	if d <= 0 {
-		return nil
+		return false, nil
 	}
 	t := c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return nil
+		return false, nil
 	case <-released:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return errors.Join(ErrNotAcquired, ctx.Err())
+		return false, errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return errors.Join(ErrNotAcquired, errClosed)
+		return false, errors.Join(ErrNotAcquired, errClosed)
 	}
 }

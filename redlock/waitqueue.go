@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,6 +25,12 @@ type keyQueue struct {
 	released chan struct{}   // a release of key was announced (buffered 1)
 	subbed   chan struct{}   // closed on the first node's subscribe confirmation
 	asked    bool            // subscriptions were sent; guarded by waitQueues.mu
+	// Guarded by waitQueues.mu:
+	heard  []bool    // nodes that announced the release of heardV
+	nheard int       // how many are true in heard
+	heardV string    // the released value the announcements are about
+	local  [8]string // values released by this process lately (ring)
+	nlocal int       // next slot in local
 }
 
 func newWaitQueues(c *Client) *waitQueues {
@@ -43,7 +50,8 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	defer w.mu.Unlock()
 	q := w.queues[key]
 	if q == nil {
-		q = &keyQueue{key: key, released: make(chan struct{}, 1), subbed: make(chan struct{})}
+		q = &keyQueue{key: key, released: make(chan struct{}, 1), subbed: make(chan struct{}),
+			heard: make([]bool, len(w.c.nodes))}
 		w.queues[key] = q
 	}
 	q.waiters = append(q.waiters, me)
@@ -99,8 +107,20 @@ func (w *waitQueues) ready(ctx context.Context, q *keyQueue, timeout time.Durati
 	}
 }
 
-// drain forgets an announced release before a new attempt.
-func (q *keyQueue) drain() {
+// waiting reports whether waiters for key are queued in this process.
+func (w *waitQueues) waiting(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	return q != nil && len(q.waiters) > 0
+}
+
+// drain forgets announced releases before a new attempt.
+func (w *waitQueues) drain(q *keyQueue) {
+	w.mu.Lock()
+	clear(q.heard)
+	q.nheard = 0
+	w.mu.Unlock()
 	select {
 	case <-q.released:
 	default:
@@ -114,7 +134,18 @@ func (q *keyQueue) signal() {
 	}
 }
 
-// wake tells the local head of key's queue that key was released.
+// releasing notes that this process is about to release value: the
+// nodes' announcements of it are ignored, since wake tells the head sooner.
+func (w *waitQueues) releasing(key, value string) {
+	w.mu.Lock()
+	if q := w.queues[key]; q != nil {
+		q.local[q.nlocal%len(q.local)] = value
+		q.nlocal++
+	}
+	w.mu.Unlock()
+}
+
+// wake tells the local head of key's queue that this process released key.
 func (w *waitQueues) wake(key string) {
 	w.mu.Lock()
 	q := w.queues[key]
@@ -124,8 +155,10 @@ func (w *waitQueues) wake(key string) {
 	}
 }
 
-// deliver routes a pub/sub event for channel to its queue.
-func (w *waitQueues) deliver(channel string, confirmed bool) {
+// deliver routes node's pub/sub event for channel to its queue. A release
+// wakes the head once a quorum of nodes announced it: woken by the first
+// node alone, the head would find the key still held on the others.
+func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	const prefix = "fencedlock:released:"
@@ -137,7 +170,20 @@ func (w *waitQueues) deliver(channel string, confirmed bool) {
 		return
 	}
 	if !confirmed {
-		q.signal()
+		if slices.Contains(q.local[:], value) {
+			return // our own release: the head was woken already
+		}
+		if value != q.heardV { // announcements of an older release are stale
+			clear(q.heard)
+			q.nheard, q.heardV = 0, value
+		}
+		if !q.heard[node] {
+			q.heard[node] = true
+			q.nheard++
+		}
+		if q.nheard >= w.c.quorum {
+			q.signal()
+		}
 		return
 	}
 	select {

@@ -1,0 +1,136 @@
+package contender_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/fencedlock/fencedlock/bench/contender"
+	"github.com/fencedlock/fencedlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func addrs(t *testing.T) []string {
+	t.Helper()
+	var as []string
+	for _, p := range redistest.StartN(t, 5) {
+		as = append(as, p.Addr())
+	}
+	return as
+}
+
+// The raw floor must send fencedlock's own scripts, byte for byte, and the
+// command counter must know their hashes.
+func TestScriptsAreFencedlocks(t *testing.T) {
+	for _, name := range []string{"acquire.lua", "release.lua", "raise.lua", "heal.lua", "extend.lua"} {
+		t.Run(name, func(t *testing.T) {
+			ours, err := os.ReadFile("scripts/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs, err := os.ReadFile("../../redlock/scripts/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ours, theirs) {
+				t.Errorf("scripts/%s differs from redlock/scripts/%s: copy it again", name, name)
+			}
+		})
+	}
+}
+
+// The raw floor must touch the fence counter that fencedlock touches.
+func TestRawUsesFencedlocksCounter(t *testing.T) {
+	as := addrs(t)
+	ctx := t.Context()
+	const key = "counter-check"
+	for _, lib := range []string{contender.Fencedlock, contender.Raw} {
+		l, err := contender.New(lib, as, contender.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.Session(key)
+		if err := s.TryLock(ctx); err != nil {
+			t.Fatalf("%s: %v", lib, err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatalf("%s: %v", lib, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two acquisitions of one key, one counter: every node counted both.
+	c := redis.NewClient(&redis.Options{Addr: as[0]})
+	defer c.Close()
+	keys, err := c.Keys(ctx, "fencedlock:fence:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 {
+		t.Fatalf("fence counter keys %v, want exactly one shared by both", keys)
+	}
+	if n, _ := c.Get(ctx, keys[0]).Int(); n != 2 {
+		t.Errorf("counter %s = %d, want 2", keys[0], n)
+	}
+}
+
+func TestEveryLibraryLocksAndUnlocks(t *testing.T) {
+	as := addrs(t)
+	for _, lib := range contender.Names() {
+		t.Run(lib, func(t *testing.T) {
+			ctx := t.Context()
+			l, err := contender.New(lib, as, contender.Config{TTL: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := l.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			if l.Name() != lib {
+				t.Errorf("Name() = %q", l.Name())
+			}
+			key := "every:" + lib
+			a, b := l.Session(key), l.Session(key)
+			if err := a.TryLock(ctx); err != nil {
+				t.Fatalf("TryLock: %v", err)
+			}
+			if err := b.TryLock(ctx); err == nil {
+				t.Fatal("second TryLock of a held key succeeded")
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock: %v", err)
+			}
+			err = b.Lock(ctx)
+			if lib == contender.Raw {
+				if !errors.Is(err, contender.ErrNoWait) {
+					t.Fatalf("raw Lock: %v, want ErrNoWait", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Lock: %v", err)
+			}
+			if err := b.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock after Lock: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnknownLibrary(t *testing.T) {
+	if _, err := contender.New("nope", []string{"127.0.0.1:1"}, contender.Config{}); err == nil {
+		t.Fatal("New accepted an unknown library")
+	}
+	if _, err := contender.New(contender.Raw, nil, contender.Config{}); err == nil {
+		t.Fatal("New accepted no nodes")
+	}
+}

@@ -48,7 +48,9 @@ func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *history
 			Addr:        a,
 			DialTimeout: cfg.NodeTimeout,
 			MaxRetries:  -1, // the lock decides what a failed node means
-			PoolSize:    8,
+			// Let the per-call deadlines free the connections of a frozen node.
+			ContextTimeoutEnabled: true,
+			PoolSize:              8,
 		})
 		c.rdbs = append(c.rdbs, rdb)
 		nodes[i] = rdb

@@ -90,7 +90,8 @@ func (ns *Nodes) warmUp(ctx context.Context) error {
 func connect(addrs []string, procs []*redisproc.Proc) *Nodes {
 	ns := &Nodes{Addrs: addrs, Procs: procs, Clients: make([]redis.UniversalClient, len(addrs))}
 	for i, a := range addrs {
-		ns.Clients[i] = redis.NewClient(&redis.Options{Addr: a})
+		// ContextTimeoutEnabled lets the lock's per-node deadlines free connections.
+		ns.Clients[i] = redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
 	}
 	return ns
 }

@@ -38,6 +38,7 @@ type attempt struct {
 	start   time.Time
 	timeout time.Duration
 	keys    []string // lock key, fence counter key
+	channel string   // where releases are announced
 	replies chan reply
 
 	mu       sync.Mutex // protects the fields below
@@ -66,19 +67,14 @@ func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
 		work:     n,
 		finished: make(chan struct{}),
 	}
-	args := []any{a.value, ttl.Milliseconds()}
-	deadline := time.Now().Add(a.timeout) // a network deadline: real time
-	for i := range c.nodes {
-		c.batchers[i].do(&op{script: acquireScript, keys: a.keys, args: args, deadline: deadline,
-			done: func(v any, err error) { a.answer(i, v, err) },
-			late: func(v any, _ error) { a.lateAnswer(i, v) }})
-	}
+	a.channel = releaseChannel(key)
+	c.newGroup(a, a.timeout, c.all, acquireScript, a.keys, a.value, ttl.Milliseconds()).start()
 	return a
 }
 
-// answer records node i's reply to the acquire script. It runs on the
-// node's worker and must not block.
-func (a *attempt) answer(i int, v any, err error) {
+// done records node i's reply to the acquire script (the attempt is the
+// sink of its group). It runs on a worker or the deadline: it must not block.
+func (a *attempt) done(i int, v any, err error) {
 	r := reply{node: i}
 	res, _ := v.([]any)
 	switch {
@@ -101,11 +97,11 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.settle(r, state, token)
 }
 
-// lateAnswer handles a reply that came after node i's call had already
-// counted as timed out: a grant there is real, so it is released unless the
-// hold is still on; a hold that is on keeps it, and Unlock's release (sent
-// to every node that failed) or the TTL removes it.
-func (a *attempt) lateAnswer(i int, v any) {
+// late handles a reply that came after node i's call had already counted
+// as timed out: a grant there is real, so it is released unless the hold is
+// still on; a hold that is on keeps it, and Unlock's release (sent to every
+// node that failed) or the TTL removes it.
+func (a *attempt) late(i int, v any) {
 	res, _ := v.([]any)
 	if len(res) != 2 || asInt(res[0]) != 1 {
 		return
@@ -114,7 +110,7 @@ func (a *attempt) lateAnswer(i int, v any) {
 	state := a.state
 	a.mu.Unlock()
 	if state != acquired {
-		a.c.send(i, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
+		a.c.send(i, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
 	}
 }
 
@@ -132,7 +128,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		}
 	case abandoned:
 		if r.granted || r.err != nil { // an error may hide a grant
-			a.c.send(r.node, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
+			a.c.send(r.node, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
 		}
 		if token > 0 && r.err == nil && r.counter < token { // unlocked: heal all the same
 			a.heal(r.node, token)
@@ -183,7 +179,7 @@ func (a *attempt) raise(i int, token uint64) bool {
 // release runs compare-and-delete on node i and waits for the answer: it
 // reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.keys[:1], a.value, releaseChannel(a.key))
+	v, err := a.c.call(i, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}

@@ -13,9 +13,15 @@ import (
 // Script calls to one node go through that node's batcher: a few workers
 // that each take whatever calls are queued at that moment and send them in
 // one pipeline. A lone call goes out at once, so light traffic pays no
-// latency; under load, concurrent acquisitions share round trips. Every
-// queued call completes — answered, failed by its deadline, or refused
-// when the queue is full or the client closed — so no caller waits forever.
+// latency; under load, concurrent acquisitions share round trips.
+//
+// The calls of one attempt, fan-out or single call form a group with one
+// deadline: its context carries the deadline to go-redis, and when it
+// passes, every call of the group still open completes as a timeout —
+// go-redis honours a ctx deadline only with ContextTimeoutEnabled, so the
+// library enforces it itself. Every call completes exactly once: answered,
+// timed out, or refused when the queue is full or the client closed; so no
+// caller waits forever.
 
 const (
 	workersPerNode = 4
@@ -25,25 +31,89 @@ const (
 
 var (
 	errQueueFull   = errors.New("redlock: node queue full")
-	errExpired     = errors.New("redlock: node call deadline passed while queued")
 	errNodeTimeout = errors.New("redlock: node timeout")
 )
 
-// op is one script call. done runs exactly once, on a worker or on the
-// op's deadline timer: it must not block. A reply that comes after the
-// deadline went to done as a timeout is handed to late, if set: go-redis
-// honours a ctx deadline only with ContextTimeoutEnabled, so a call to a
-// frozen node can outlive its deadline, and its effect must still be seen.
+// sink receives a group's answers. done runs exactly once per call, on a
+// worker or on the deadline: it must not block. late gets a reply that came
+// after its call had completed as a timeout: a call to a frozen node can
+// outlive its deadline, and its effect (a grant) must still be seen.
+type sink interface {
+	done(node int, v any, err error)
+	late(node int, v any)
+}
+
+// group is the node calls that share a deadline and a sink.
+type group struct {
+	c       *Client
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stop    func() bool // stops the expiry callback
+	sink    sink
+	ops     []op
+	pending atomic.Int32
+}
+
+// op is one script call of a group.
 type op struct {
+	g        *group
+	node     int
 	script   *redis.Script
 	keys     []string
 	args     []any
-	deadline time.Time
-	done     func(v any, err error)
-	late     func(v any, err error)
-
 	finished atomic.Bool
-	timer    *time.Timer
+}
+
+// newGroup prepares one call of script per node in nodes; start sends them.
+func (c *Client) newGroup(s sink, timeout time.Duration, nodes []int, script *redis.Script, keys []string, args ...any) *group {
+	g := &group{c: c, sink: s, ops: make([]op, len(nodes))}
+	for k, i := range nodes {
+		g.ops[k] = op{g: g, node: i, script: script, keys: keys, args: args}
+	}
+	g.ctx, g.cancel = context.WithTimeout(context.Background(), timeout)
+	return g
+}
+
+// start queues the group's calls.
+func (g *group) start() {
+	g.pending.Store(int32(len(g.ops)))
+	g.c.inflight.add(len(g.ops))
+	g.stop = context.AfterFunc(g.ctx, g.expire)
+	for k := range g.ops {
+		g.c.batchers[g.ops[k].node].do(&g.ops[k])
+	}
+}
+
+// expire completes every open call as a timeout, at the deadline.
+func (g *group) expire() {
+	for k := range g.ops {
+		g.finish(&g.ops[k], nil, errNodeTimeout, true)
+	}
+	g.cancel()
+}
+
+// complete completes o with its reply.
+func (g *group) complete(o *op, v any, err error) { g.finish(o, v, err, false) }
+
+// finish completes o once; a second completion hands a reply to late. The
+// context is not cancelled early: a call to a frozen node may still be
+// reading under it, and its late reply must come through.
+func (g *group) finish(o *op, v any, err error, expiring bool) {
+	if !o.finished.CompareAndSwap(false, true) {
+		if err == nil {
+			g.sink.late(o.node, v)
+		}
+		return
+	}
+	g.sink.done(o.node, v, err)
+	g.c.inflight.done()
+	if g.pending.Add(-1) == 0 && !expiring {
+		// All answered in time: the expiry will not be needed. (expire
+		// itself never reads stop, which start may still be setting.) The
+		// context is left to its deadline: a batch of other groups' calls
+		// may be on the wire under it.
+		g.stop()
+	}
 }
 
 type batcher struct {
@@ -62,7 +132,7 @@ func newBatcher(c *Client, node int) *batcher {
 	return &batcher{c: c, node: node, ops: make(chan *op, queueSize), quit: make(chan struct{})}
 }
 
-// do queues o; o.done is called exactly once.
+// do queues o.
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
 		b.wg.Add(workersPerNode)
@@ -70,15 +140,13 @@ func (b *batcher) do(o *op) {
 			go b.work()
 		}
 	})
-	// done may queue further calls: never run it under mu.
+	// complete may queue further calls: never run it under mu.
 	b.mu.RLock()
 	if b.close {
 		b.mu.RUnlock()
-		o.done(nil, errClosed)
+		o.g.complete(o, nil, errClosed)
 		return
 	}
-	b.c.inflight.add()
-	o.timer = time.AfterFunc(time.Until(o.deadline), func() { b.complete(o, nil, errNodeTimeout) })
 	select {
 	case b.ops <- o:
 		b.mu.RUnlock()
@@ -86,27 +154,7 @@ func (b *batcher) do(o *op) {
 	default:
 	}
 	b.mu.RUnlock()
-	b.finish(o, nil, errQueueFull)
-}
-
-func (b *batcher) finish(o *op, v any, err error) {
-	if b.complete(o, v, err) {
-		o.timer.Stop()
-	}
-}
-
-// complete completes o once and reports whether this call did; a second
-// completion is a late reply.
-func (b *batcher) complete(o *op, v any, err error) bool {
-	if !o.finished.CompareAndSwap(false, true) {
-		if o.late != nil && err == nil {
-			o.late(v, err)
-		}
-		return false
-	}
-	o.done(v, err)
-	b.c.inflight.done()
-	return true
+	o.g.complete(o, nil, errQueueFull)
 }
 
 // work sends batches until stop.
@@ -121,7 +169,7 @@ func (b *batcher) work() {
 			for {
 				select {
 				case o := <-b.ops:
-					b.finish(o, nil, errClosed)
+					o.g.complete(o, nil, errClosed)
 				default:
 					return
 				}
@@ -142,32 +190,27 @@ func (b *batcher) work() {
 }
 
 func (b *batcher) exec(batch []*op) {
-	now := time.Now()
 	live := batch[:0]
+	var ctx context.Context
 	var deadline time.Time
 	for _, o := range batch {
 		if o.finished.Load() {
 			continue // timed out in the queue, never sent: nothing to undo
 		}
-		if !o.deadline.After(now) {
-			b.finish(o, nil, errExpired)
-			continue
-		}
-		if deadline.IsZero() || o.deadline.Before(deadline) {
-			deadline = o.deadline
+		// The batch goes out under the earliest deadline among its calls.
+		if d, _ := o.g.ctx.Deadline(); ctx == nil || d.Before(deadline) {
+			ctx, deadline = o.g.ctx, d
 		}
 		live = append(live, o)
 	}
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
 	rdb := b.c.nodes[b.node].rdb
 	if len(live) == 1 {
 		o := live[0]
 		v, err := o.script.Run(ctx, rdb, o.keys, o.args...).Result()
-		b.finish(o, v, err)
+		o.g.complete(o, v, err)
 		return
 	}
 	cmds, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -187,7 +230,7 @@ func (b *batcher) exec(batch []*op) {
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = o.script.Run(ctx, rdb, o.keys, o.args...).Result() // loads it for the next time
 		}
-		b.finish(o, v, err)
+		o.g.complete(o, v, err)
 	}
 }
 
@@ -200,29 +243,39 @@ func (b *batcher) stop() {
 	b.wg.Wait()
 }
 
+// resultSink delivers one call's answer on a channel.
+type resultSink chan result
+
+type result struct {
+	v   any
+	err error
+}
+
+func (s resultSink) done(_ int, v any, err error) { s <- result{v, err} }
+func (resultSink) late(int, any)                  {}
+
 // call runs one script on node i and waits for the answer (bounded by
-// timeout: every op completes by its deadline).
+// timeout: every call completes by its deadline).
 func (c *Client) call(i int, s *redis.Script, timeout time.Duration, keys []string, args ...any) (any, error) {
-	type result struct {
-		v   any
-		err error
-	}
-	ch := make(chan result, 1)
-	c.batchers[i].do(&op{script: s, keys: keys, args: args, deadline: time.Now().Add(timeout),
-		done: func(v any, err error) { ch <- result{v, err} }})
+	ch := make(resultSink, 1)
+	c.newGroup(ch, timeout, []int{i}, s, keys, args...).start()
 	r := <-ch
 	return r.v, r.err
 }
 
-// send runs one script on node i in the background; errors are reported
-// as node errors.
+// logSink reports failures of background calls as node errors.
+type logSink struct{ c *Client }
+
+func (s logSink) done(i int, _ any, err error) {
+	if err != nil && !errors.Is(err, errClosed) {
+		s.c.nodeErr(i, err)
+	}
+}
+func (logSink) late(int, any) {}
+
+// send runs one script on node i in the background.
 func (c *Client) send(i int, s *redis.Script, timeout time.Duration, keys []string, args ...any) {
-	c.batchers[i].do(&op{script: s, keys: keys, args: args, deadline: time.Now().Add(timeout),
-		done: func(_ any, err error) {
-			if err != nil && !errors.Is(err, errClosed) {
-				c.nodeErr(i, err)
-			}
-		}})
+	c.newGroup(logSink{c}, timeout, []int{i}, s, keys, args...).start()
 }
 
 // tracker counts calls in flight; wait returns once none is.
@@ -232,15 +285,18 @@ type tracker struct {
 	zero chan struct{} // closed when n drops to 0; nil when nobody waits
 }
 
-func (t *tracker) add() {
+func (t *tracker) add(n int) {
 	t.mu.Lock()
-	t.n++
+	t.n += n
 	t.mu.Unlock()
 }
 
 func (t *tracker) done() {
 	t.mu.Lock()
 	t.n--
+	if t.n < 0 {
+		panic("redlock: inflight below zero")
+	}
 	if t.n == 0 && t.zero != nil {
 		close(t.zero)
 		t.zero = nil

@@ -16,6 +16,7 @@ import (
 type Client struct {
 	cfg    config
 	nodes  []node
+	all    []int // 0..N-1
 	quorum int
 
 	batchers []*batcher     // per node: every script call goes through one
@@ -67,6 +68,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				"node", i, "addr", addr)
 		}
 	}
+	c.all = allNodes(len(nodes))
 	c.batchers = make([]*batcher, len(nodes))
 	for i := range nodes {
 		c.batchers[i] = newBatcher(c, i)

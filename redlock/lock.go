@@ -133,7 +133,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrLockLost
 	}
 	start := c.cfg.clock.Now()
-	oks, errs, ctxErr := c.fanout(ctx, allNodes(len(c.nodes)), c.quorum, c.nodeTimeout(ttl),
+	oks, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.keys[:1], l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
 		return ctxErr
@@ -184,7 +184,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c.waiters.releasing(l.a.key, l.a.value)
 	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
-		releaseScript, l.a.keys[:1], l.a.value, releaseChannel(l.a.key))
+		releaseScript, l.a.keys[:1], l.a.value, l.a.channel)
 	c.waiters.wake(l.a.key)
 	switch {
 	case oks >= c.quorum:

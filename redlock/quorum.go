@@ -8,9 +8,18 @@ import (
 )
 
 type vote struct {
-	ok  bool
-	err error
+	node int
+	ok   bool
+	err  error
 }
+
+// voteSink collects a fan-out's answers: 1 is a yes.
+type voteSink chan vote
+
+func (s voteSink) done(i int, v any, err error) {
+	s <- vote{node: i, ok: err == nil && asInt(v) == 1, err: err}
+}
+func (voteSink) late(int, any) {}
 
 // fanout runs script on each of the given nodes, each call under timeout,
 // and returns as soon as need of them answered 1 or that became impossible,
@@ -19,17 +28,8 @@ type vote struct {
 // reaches the nodes even if its caller gave up.
 func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration,
 	script *redis.Script, keys []string, args ...any) (oks int, errs []error, ctxErr error) {
-	votes := make(chan vote, len(nodes))
-	deadline := time.Now().Add(timeout)
-	for _, i := range nodes {
-		c.batchers[i].do(&op{script: script, keys: keys, args: args, deadline: deadline,
-			done: func(v any, err error) {
-				if err != nil {
-					err = c.nodeErr(i, err)
-				}
-				votes <- vote{ok: err == nil && asInt(v) == 1, err: err}
-			}})
-	}
+	votes := make(voteSink, len(nodes))
+	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
 	fails := 0
 	for range nodes {
 		if oks >= need || fails > len(nodes)-need {
@@ -41,7 +41,7 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 			case v.ok:
 				oks++
 			case v.err != nil:
-				errs = append(errs, v.err)
+				errs = append(errs, c.nodeErr(v.node, v.err))
 				fails++
 			default:
 				fails++

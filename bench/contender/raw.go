@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"errors"
+	"github.com/fencedlock/fencedlock/redlock"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func (r *raw) Session(key string) Session {
 	n := len(r.clients)
 	return &rawSession{
 		r:       r,
-		keys:    []string{key, fenceKey(key)},
+		keys:    []string{key, redlock.FenceKey(key)},
 		channel: "fencedlock:released:" + key,
 		ttlMS:   r.cfg.TTL.Milliseconds(),
 		replies: make([]rawReply, n),

@@ -5,10 +5,11 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"errors"
-	"github.com/fencedlock/fencedlock/redlock"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // The raw protocol floor sends exactly the commands fencedlock sends on the

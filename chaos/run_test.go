@@ -1,11 +1,18 @@
 package chaos_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -13,10 +20,22 @@ import (
 // many holds and several faults fit.
 func short(t *testing.T, faults ...string) history.Result {
 	t.Helper()
+	return shortOn(t, "process", faults...)
+}
+
+// shortOn is short on the named backend.
+func shortOn(t *testing.T, backendName string, faults ...string) history.Result {
+	t.Helper()
 	run, err := chaos.Run(t.Context(), chaos.Config{
 		Nodes: 5, Clients: 6, Duration: 3 * time.Second, Faults: faults, Seed: 7,
-		TTL: 300 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
+		TTL: 300 * time.Millisecond, NodeTimeout: 50 * time.Millisecond, Backend: backendName,
 	})
+	if backendName == "docker" && errors.Is(err, backend.ErrNoImage) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("docker works, but: %v\nbuild the image first: scripts/redis-image.sh (make image)", err)
+		}
+		t.Skipf("docker works, but: %v\nbuild the image with scripts/redis-image.sh", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,3 +112,45 @@ func TestBadConfig(t *testing.T) {
 		t.Errorf("ParseFaults: %v", err)
 	}
 }
+
+// TestToleratedFaultsDocker runs tolerated faults on the docker backend:
+// those whose Docker operations differ from the process backend's (latency
+// is the same proxy on both, and each run costs seconds of container
+// start-up). Without a Docker engine it is skipped, saying so; with CI=true
+// and a working `docker info` it always runs.
+func TestToleratedFaultsDocker(t *testing.T) {
+	if err := dockerInfo(); err != nil {
+		t.Skipf("docker not available: docker info: %v (the container half of the chaos tests did not run)", err)
+	}
+	for _, f := range []string{"kill", "restart", "pause", "partition"} {
+		t.Run(f, func(t *testing.T) {
+			res := shortOn(t, "docker", f)
+			if res.Verdict != history.VerdictOK {
+				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
+			}
+			if n := res.Found.Total(); n != 0 {
+				t.Fatalf("%d violations under %s, a fault the lock tolerates: %+v", n, f, res.Violations)
+			}
+			if len(res.Faults) == 0 {
+				t.Fatalf("no %s fault was injected", f)
+			}
+			// Run closed the backend: nothing of this process may be left.
+			left, err := backend.SweepDocker(context.Background(), backend.SweepOwn())
+			if err != nil || left > 0 {
+				t.Fatalf("the run left %d containers, volumes or networks behind (%v)", left, err)
+			}
+		})
+	}
+}
+
+// dockerInfo runs `docker info` once per test binary.
+var dockerInfo = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("%w: %s", err, lines[len(lines)-1])
+	}
+	return nil
+})

@@ -1,0 +1,311 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/chaos/backend"
+)
+
+func TestDockerNodes(t *testing.T) {
+	b := newDockerBackend(t, 3)
+	nodes := b.Nodes()
+	if len(nodes) != 3 {
+		t.Fatalf("%d nodes, want 3", len(nodes))
+	}
+	seen := map[string]bool{}
+	for i, n := range nodes {
+		if n.Index() != i {
+			t.Errorf("node %d: Index() = %d", i, n.Index())
+		}
+		direct, err := b.DirectAddr(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Addr() == direct || seen[n.Addr()] {
+			t.Errorf("node %d: address %s is not a proxy of its own (published %s)", i, n.Addr(), direct)
+		}
+		seen[n.Addr()] = true
+		if host, _, _ := net.SplitHostPort(n.Addr()); host != "127.0.0.1" {
+			t.Errorf("node %d listens on %s, want loopback", i, n.Addr())
+		}
+		if err := newClient(t, n.Addr()).Ping(t.Context()).Err(); err != nil {
+			t.Errorf("node %d: PING through proxy: %v", i, err)
+		}
+		if nets := networks(t, b, i); !strings.Contains(nets, b.Network()+"=") || !strings.Contains(nets, fmt.Sprintf("node%d", i)) {
+			t.Errorf("node %d: networks %q, want %s with alias node%d", i, nets, b.Network(), i)
+		}
+	}
+	// The nodes see each other by alias on their private network.
+	if err := pingByAlias(t, b, 0, 2); err != nil {
+		t.Errorf("node 0 -> node2: %v", err)
+	}
+	labels, err := dockerCLI(t.Context(), "inspect", "--format", "{{json .Config.Labels}}", containerID(t, b, 1))
+	if err != nil || !strings.Contains(labels, `"`+backend.LabelChaos+`":"1"`) || !strings.Contains(labels, backend.LabelOwner) {
+		t.Errorf("labels %s (%v): want %s and %s", labels, err, backend.LabelChaos, backend.LabelOwner)
+	}
+}
+
+func TestDockerBadNodeIndex(t *testing.T) {
+	b := newDockerBackend(t, 1)
+	ctx := t.Context()
+	for _, i := range []int{-1, 1} {
+		for name, op := range map[string]func() error{
+			"Kill":      func() error { return b.Kill(ctx, i) },
+			"Start":     func() error { return b.Start(ctx, i) },
+			"Restart":   func() error { return b.Restart(ctx, i, true) },
+			"Pause":     func() error { return b.Pause(ctx, i) },
+			"Resume":    func() error { return b.Resume(ctx, i) },
+			"Partition": func() error { return b.Partition(ctx, i) },
+			"Heal":      func() error { return b.Heal(ctx, i) },
+			"Latency":   func() error { return b.SetLatency(ctx, i, time.Millisecond) },
+			"ClockSkew": func() error { return b.SetClockSkew(ctx, i, "") },
+			"Direct":    func() error { _, err := b.DirectAddr(i); return err },
+			"Container": func() error { _, err := b.ContainerID(i); return err },
+		} {
+			if err := op(); !errors.Is(err, backend.ErrNoNode) {
+				t.Errorf("%s(%d) = %v, want ErrNoNode", name, i, err)
+			}
+		}
+	}
+	if err := b.SetLatency(ctx, 0, -time.Second); err == nil {
+		t.Error("negative latency accepted")
+	}
+	for _, spec := range []string{" +1s", "x2", "now"} {
+		if err := b.SetClockSkew(ctx, 0, spec); err == nil {
+			t.Errorf("clock skew %q accepted", spec)
+		}
+	}
+}
+
+func TestDockerKillAndStartKeepData(t *testing.T) {
+	b := newDockerBackend(t, 2)
+	ctx := t.Context()
+	c := newClient(t, b.Nodes()[1].Addr())
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.DirectAddr(1)
+	if err := b.Kill(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Kill(ctx, 1); err != nil {
+		t.Fatalf("second Kill: %v", err)
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("killed node answered PING through its proxy")
+	}
+	if err := b.Pause(ctx, 1); !errors.Is(err, backend.ErrNotRunning) {
+		t.Fatalf("Pause of a killed node = %v, want ErrNotRunning", err)
+	}
+	if _, err := b.DirectAddr(1); err == nil {
+		t.Fatal("a killed node has a published port")
+	}
+	if err := b.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx, 1); err != nil {
+		t.Fatalf("Start of a running node: %v", err)
+	}
+	after, _ := b.DirectAddr(1)
+	t.Logf("published port before the kill %s, after the start %s; clients keep %s", before, after, b.Nodes()[1].Addr())
+	// The same client, at the same address: go-redis dials again.
+	eventually(t, 2*time.Second, "GET after start", func() error {
+		v, err := get(ctx, c, "k")
+		if err == nil && v != "v" {
+			return fmt.Errorf("got %q, want %q", v, "v")
+		}
+		return err
+	})
+}
+
+func TestDockerRestart(t *testing.T) {
+	for _, tc := range []struct {
+		withData bool
+		want     string
+	}{{true, "v"}, {false, ""}} {
+		t.Run(fmt.Sprintf("withData=%v", tc.withData), func(t *testing.T) {
+			b := newDockerBackend(t, 1)
+			ctx := t.Context()
+			c := newClient(t, b.Nodes()[0].Addr())
+			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Restart(ctx, 0, tc.withData); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 2*time.Second, "GET after restart", func() error {
+				v, err := get(ctx, c, "k")
+				if err == nil && v != tc.want {
+					return fmt.Errorf("got %q, want %q", v, tc.want)
+				}
+				return err
+			})
+		})
+	}
+}
+
+func TestDockerPauseAndResume(t *testing.T) {
+	b := newDockerBackend(t, 1)
+	ctx := t.Context()
+	c := newClient(t, b.Nodes()[0].Addr())
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Pause(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Pause(ctx, 0); err != nil {
+		t.Fatalf("second Pause: %v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := c.Ping(pctx).Err(); err == nil {
+		t.Fatal("paused node answered PING within 100ms")
+	}
+	if err := b.Resume(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "PING after resume", func() error { return c.Ping(ctx).Err() })
+	if err := b.Resume(ctx, 0); err != nil {
+		t.Fatalf("Resume of a running node: %v", err)
+	}
+	// A paused node can be killed, and starts again with its data.
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Pause(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Restart(ctx, 0, true); err != nil {
+		t.Fatalf("Restart of a paused node: %v", err)
+	}
+	eventually(t, 2*time.Second, "GET after restarting a paused node", func() error {
+		v, err := get(ctx, c, "k")
+		if err == nil && v != "v" {
+			return fmt.Errorf("got %q", v)
+		}
+		return err
+	})
+}
+
+func TestDockerPartitionAndHeal(t *testing.T) {
+	b := newDockerBackend(t, 2)
+	ctx := t.Context()
+	c := newClient(t, b.Nodes()[1].Addr())
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Partition(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// Open connection: the request is dropped and times out.
+	start := time.Now()
+	err := c.Set(ctx, "lost", "x", 0).Err()
+	var nerr net.Error
+	if !errors.As(err, &nerr) || !nerr.Timeout() {
+		t.Fatalf("SET during partition = %v, want a timeout", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("SET during partition failed after %v: want a timeout, not a refusal", took)
+	}
+	// New connection: accepted, but nothing comes back.
+	if err := newClient(t, b.Nodes()[1].Addr()).Ping(ctx).Err(); err == nil {
+		t.Fatal("a new client got through the partition")
+	}
+	// The container is off its network: other containers cannot reach it.
+	if nets := networks(t, b, 1); strings.Contains(nets, b.Network()) {
+		t.Fatalf("partitioned container is still on %s: %q", b.Network(), nets)
+	}
+	if err := pingByAlias(t, b, 0, 1); err == nil {
+		t.Fatal("node 0 reached node1 by alias during the partition")
+	}
+	// Other nodes are not affected.
+	if err := newClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
+		t.Fatalf("node 0 during node 1's partition: %v", err)
+	}
+
+	if err := b.Heal(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "GET through the same client after heal", func() error {
+		v, err := get(ctx, c, "k")
+		if err == nil && v != "v" {
+			return fmt.Errorf("got %q", v)
+		}
+		return err
+	})
+	if v, err := get(ctx, c, "lost"); err != nil || v != "" {
+		t.Fatalf("SET sent during the partition reached the node: %q, %v", v, err)
+	}
+	if nets := networks(t, b, 1); !strings.Contains(nets, b.Network()+"=") || !strings.Contains(nets, "node1") {
+		t.Fatalf("healed container's networks %q: want %s with alias node1", nets, b.Network())
+	}
+	if err := pingByAlias(t, b, 0, 1); err != nil {
+		t.Fatalf("node 0 -> node1 after heal: %v", err)
+	}
+}
+
+// TestDockerPartitionOfStoppedNode: a node killed during a partition starts
+// again cut off, and the heal brings it back.
+func TestDockerPartitionOfStoppedNode(t *testing.T) {
+	b := newDockerBackend(t, 1)
+	ctx := t.Context()
+	c := newClient(t, b.Nodes()[0].Addr())
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { return b.Partition(ctx, 0) },
+		func() error { return b.Kill(ctx, 0) },
+		func() error { return b.Start(ctx, 0) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("a node started during its partition answered")
+	}
+	if err := b.Heal(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "GET after heal", func() error {
+		v, err := get(ctx, c, "k")
+		if err == nil && v != "v" {
+			return fmt.Errorf("got %q", v)
+		}
+		return err
+	})
+}
+
+func TestDockerLatency(t *testing.T) {
+	const d = 60 * time.Millisecond
+	b := newDockerBackend(t, 1)
+	ctx := t.Context()
+	c := redis.NewClient(&redis.Options{Addr: b.Nodes()[0].Addr(), ReadTimeout: 2 * time.Second, MaxRetries: -1, PoolSize: 1})
+	t.Cleanup(func() { _ = c.Close() })
+	if base := minRTT(t, c, 3); base >= d {
+		t.Skipf("PING takes %v without latency: machine too slow to measure %v", base, d)
+	}
+	if err := b.SetLatency(ctx, 0, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := minRTT(t, c, 3); got < d {
+		t.Fatalf("PING with %v latency took %v", d, got)
+	}
+	if err := b.SetLatency(ctx, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := minRTT(t, c, 5); got >= d {
+		t.Fatalf("PING after latency removed still takes %v", got)
+	}
+}

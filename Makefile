@@ -40,12 +40,14 @@ test: deps vet
 		echo "docker not available: the container tests will be skipped"; \
 	fi
 	$(GO) test -race -count=1 -timeout 15m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
 
 build:
 	$(GO) build -o bin/fencedlock ./cmd/fencedlock
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./redlock/
+	cd bench && $(GO) run ./cmd/lockbench
 
 image: deps
 	bash scripts/redis-image.sh $(LOCAL_IMAGE)

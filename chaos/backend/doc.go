@@ -9,7 +9,9 @@
 // callback. Trigger is a go-redis hook that fires a callback (kill a node,
 // say) at the moment a chosen command is about to be sent, so faults can hit
 // an acquisition in flight. NewProcess is the embedded backend: redis-server
-// processes behind in-process toxiproxy proxies. A Backend is safe for
+// processes behind in-process toxiproxy proxies. NewDocker runs the nodes as
+// containers (testcontainers-go) on a private network, behind the same
+// proxies. A Backend is safe for
 // concurrent use; operations on one node are serialised. Nothing here makes a
 // faulty node behave like a particular real failure beyond what each method
 // documents: a partition drops bytes rather than delaying them, and clock

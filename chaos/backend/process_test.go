@@ -13,122 +13,16 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 )
 
-func TestProcessNodes(t *testing.T) {
-	b := newBackend(t, 3)
-	nodes := b.Nodes()
-	if len(nodes) != 3 {
-		t.Fatalf("%d nodes, want 3", len(nodes))
-	}
-	seen := map[string]bool{}
-	for i, n := range nodes {
-		if n.Index() != i {
-			t.Errorf("node %d: Index() = %d", i, n.Index())
-		}
-		direct, err := b.DirectAddr(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n.Addr() == direct || seen[n.Addr()] {
-			t.Errorf("node %d: address %s is not a proxy of its own (direct %s)", i, n.Addr(), direct)
-		}
-		seen[n.Addr()] = true
-		if host, _, _ := net.SplitHostPort(n.Addr()); host != "127.0.0.1" {
-			t.Errorf("node %d listens on %s, want loopback", i, n.Addr())
-		}
-		if err := newClient(t, n.Addr()).Ping(t.Context()).Err(); err != nil {
-			t.Errorf("node %d: PING through proxy: %v", i, err)
-		}
-	}
-	if got := backend.Addrs(b); len(got) != 3 || got[1] != nodes[1].Addr() {
-		t.Errorf("Addrs = %v", got)
-	}
-}
+func TestProcessNodes(t *testing.T) { checkNodes(t, newBackend(t, 3), 3) }
 
-func TestProcessBadNodeIndex(t *testing.T) {
-	b := newBackend(t, 1)
-	ctx := t.Context()
-	for _, i := range []int{-1, 1} {
-		for name, op := range map[string]func() error{
-			"Kill":      func() error { return b.Kill(ctx, i) },
-			"Start":     func() error { return b.Start(ctx, i) },
-			"Restart":   func() error { return b.Restart(ctx, i, true) },
-			"Pause":     func() error { return b.Pause(ctx, i) },
-			"Resume":    func() error { return b.Resume(ctx, i) },
-			"Partition": func() error { return b.Partition(ctx, i) },
-			"Heal":      func() error { return b.Heal(ctx, i) },
-			"Latency":   func() error { return b.SetLatency(ctx, i, time.Millisecond) },
-			"ClockSkew": func() error { return b.SetClockSkew(ctx, i, "") },
-			"Direct":    func() error { _, err := b.DirectAddr(i); return err },
-		} {
-			if err := op(); !errors.Is(err, backend.ErrNoNode) {
-				t.Errorf("%s(%d) = %v, want ErrNoNode", name, i, err)
-			}
-		}
-	}
-	if err := b.SetLatency(ctx, 0, -time.Second); err == nil {
-		t.Error("negative latency accepted")
-	}
-}
+func TestProcessBadNodeIndex(t *testing.T) { checkBadNodeIndex(t, newBackend(t, 1), nil) }
 
 func TestProcessKillAndStartKeepData(t *testing.T) {
-	b := newBackend(t, 3)
-	ctx := t.Context()
-	c := newClient(t, b.Nodes()[1].Addr())
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Kill(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Kill(ctx, 1); err != nil {
-		t.Fatalf("second Kill: %v", err)
-	}
-	if err := c.Ping(ctx).Err(); err == nil {
-		t.Fatal("killed node answered PING through its proxy")
-	}
-	if err := b.Pause(ctx, 1); !errors.Is(err, backend.ErrNotRunning) {
-		t.Fatalf("Pause of a killed node = %v, want ErrNotRunning", err)
-	}
-	if err := b.Start(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx, 1); err != nil {
-		t.Fatalf("Start of a running node: %v", err)
-	}
-	// The same client, at the same address: go-redis dials again.
-	eventually(t, 2*time.Second, "GET after start", func() error {
-		v, err := get(ctx, c, "k")
-		if err == nil && v != "v" {
-			return fmt.Errorf("got %q, want %q", v, "v")
-		}
-		return err
-	})
+	checkKillAndStartKeepData(t, newBackend(t, 3), nil)
 }
 
 func TestProcessRestart(t *testing.T) {
-	for _, tc := range []struct {
-		withData bool
-		want     string
-	}{{true, "v"}, {false, ""}} {
-		t.Run(fmt.Sprintf("withData=%v", tc.withData), func(t *testing.T) {
-			b := newBackend(t, 1)
-			ctx := t.Context()
-			c := newClient(t, b.Nodes()[0].Addr())
-			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Restart(ctx, 0, tc.withData); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 2*time.Second, "GET after restart", func() error {
-				v, err := get(ctx, c, "k")
-				if err == nil && v != tc.want {
-					return fmt.Errorf("got %q, want %q", v, tc.want)
-				}
-				return err
-			})
-		})
-	}
+	checkRestart(t, func(t *testing.T) backend.Backend { return newBackend(t, 1) })
 }
 
 func TestProcessPauseAndResume(t *testing.T) {

@@ -133,7 +133,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrLockLost
 	}
 	start := c.cfg.clock.Now()
-	oks, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
+	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.keys[:1], l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
 		return ctxErr
@@ -159,10 +159,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 
 // Unlock releases the hold: compare-and-delete on every node that granted
 // it, never a bare DEL, so it cannot remove another holder's key. It returns
-// once a quorum released (nil) or that became impossible (ErrLockLost, with
-// the nodes' errors); the other releases finish in the background. The
-// releases go out even when ctx is already cancelled. Done closes. A second
-// Unlock returns ErrLockLost.
+// once a quorum released (nil) or that became impossible: ErrLockLost when
+// fewer than a quorum still held it, the nodes' errors (*NodeError) alone
+// when nodes failed that may have held it; the other releases finish in the
+// background. The releases go out even when ctx is already cancelled. Done
+// closes. A second Unlock returns ErrLockLost.
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.a.c
 	l.mu.Lock()
@@ -183,7 +184,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		}
 	}
 	c.waiters.releasing(l.a.key, l.a.value)
-	oks, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
+	oks, refused, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
 		releaseScript, l.a.keys[:1], l.a.value, l.a.channel)
 	c.waiters.wake(l.a.key)
 	switch {
@@ -192,6 +193,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return nil
 	case ctxErr != nil:
 		return ctxErr
+	case len(held)-refused >= c.quorum && len(errs) > 0:
+		// Nodes that failed may still have held it: not known to be lost,
+		// not known to be released (it expires at its TTL).
+		return errors.Join(errs...)
 	}
 	c.cfg.observer.Lost(l.a.key, l.token)
 	return errors.Join(append([]error{ErrLockLost}, errs...)...)

@@ -193,3 +193,26 @@ func TestExtend(t *testing.T) {
 		t.Fatal("Done not closed after a failed extension")
 	}
 }
+
+func TestUnlockWithFailedNodesIsNotLockLost(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t, redlock.WithNodeTimeout(200*time.Millisecond))
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.settled(t, "k", l.Value())
+	// Two of three holders die: the release reaches one node only, and
+	// whether the others still hold it is unknown — not "lost".
+	for _, p := range r.procs[1:] {
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = l.Unlock(ctx)
+	var ne *redlock.NodeError
+	if err == nil || errors.Is(err, redlock.ErrLockLost) || !errors.As(err, &ne) {
+		t.Fatalf("Unlock with 2 of 3 holders dead: %v, want node errors without ErrLockLost", err)
+	}
+}

@@ -23,17 +23,17 @@ func (voteSink) late(int, any) {}
 
 // fanout runs script on each of the given nodes, each call under timeout,
 // and returns as soon as need of them answered 1 or that became impossible,
-// or ctx ended. Calls still on the wire then finish in the background
+// or ctx ended; refused counts the nodes that answered 0. Calls still on the wire then finish in the background
 // (tracked by Close); they are never cancelled with ctx, so an Unlock
 // reaches the nodes even if its caller gave up.
 func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration,
-	script *redis.Script, keys []string, args ...any) (oks int, errs []error, ctxErr error) {
+	script *redis.Script, keys []string, args ...any) (oks, refused int, errs []error, ctxErr error) {
 	votes := make(voteSink, len(nodes))
 	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
 	fails := 0
 	for range nodes {
 		if oks >= need || fails > len(nodes)-need {
-			return oks, errs, nil
+			return oks, fails - len(errs), errs, nil
 		}
 		select {
 		case v := <-votes:
@@ -47,10 +47,10 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 				fails++
 			}
 		case <-ctx.Done():
-			return oks, errs, ctx.Err()
+			return oks, fails - len(errs), errs, ctx.Err()
 		}
 	}
-	return oks, errs, nil
+	return oks, fails - len(errs), errs, nil
 }
 
 func allNodes(n int) []int {

@@ -23,7 +23,9 @@ func TestShortRun(t *testing.T) {
 	jsonPath, svgPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "w.svg")
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{
-		"--duration", "200ms", "--warmup", "50ms", "--goroutines", "8", "--waiters", "4",
+		// One round of 400ms: redsync's waiters retry every 50-250ms, and a
+		// shorter window can close before any of them got the lock.
+		"--duration", "400ms", "--rounds", "1", "--warmup", "50ms", "--goroutines", "8", "--waiters", "4",
 		"--json", jsonPath, "--svg", svgPath, "-q",
 	}, &stdout, &stderr)
 	if code != 0 {

@@ -119,7 +119,7 @@ func (g *group) finish(o *op, v any, err error, expiring bool) {
 type batcher struct {
 	c    *Client
 	node int
-	ops  chan *op
+	ops  [workersPerNode]chan *op // one queue per worker; a key always uses the same one
 	quit chan struct{}
 
 	start sync.Once
@@ -129,15 +129,30 @@ type batcher struct {
 }
 
 func newBatcher(c *Client, node int) *batcher {
-	return &batcher{c: c, node: node, ops: make(chan *op, queueSize), quit: make(chan struct{})}
+	b := &batcher{c: c, node: node, quit: make(chan struct{})}
+	for w := range b.ops {
+		b.ops[w] = make(chan *op, queueSize/workersPerNode)
+	}
+	return b
+}
+
+// queue is the queue of o's key: the calls for one key go to a node in
+// order, so an acquisition right after an Unlock that decided at quorum
+// reaches each node after that node's release, not before it.
+func (b *batcher) queue(o *op) chan *op {
+	var h uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(o.keys[0]); i++ {
+		h = (h ^ uint32(o.keys[0][i])) * 16777619
+	}
+	return b.ops[h%workersPerNode]
 }
 
 // do queues o.
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
 		b.wg.Add(workersPerNode)
-		for range workersPerNode {
-			go b.work()
+		for w := range b.ops {
+			go b.work(b.ops[w])
 		}
 	})
 	// complete may queue further calls: never run it under mu.
@@ -148,7 +163,7 @@ func (b *batcher) do(o *op) {
 		return
 	}
 	select {
-	case b.ops <- o:
+	case b.queue(o) <- o:
 		b.mu.RUnlock()
 		return
 	default:
@@ -157,18 +172,18 @@ func (b *batcher) do(o *op) {
 	o.g.complete(o, nil, errQueueFull)
 }
 
-// work sends batches until stop.
-func (b *batcher) work() {
+// work sends the batches of one queue until stop.
+func (b *batcher) work(ops chan *op) {
 	defer b.wg.Done()
 	batch := make([]*op, 0, maxBatch)
 	for {
 		select {
-		case o := <-b.ops:
+		case o := <-ops:
 			batch = append(batch[:0], o)
 		case <-b.quit:
 			for {
 				select {
-				case o := <-b.ops:
+				case o := <-ops:
 					o.g.complete(o, nil, errClosed)
 				default:
 					return
@@ -178,7 +193,7 @@ func (b *batcher) work() {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case o := <-b.ops:
+			case o := <-ops:
 				batch = append(batch, o)
 			default:
 				break fill

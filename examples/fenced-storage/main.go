@@ -12,11 +12,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -28,23 +25,10 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
-		fmt.Fprintln(os.Stderr, "fenced-storage:", err)
-		os.Exit(1)
-	}
-}
+func main() { examplenodes.Main("fenced-storage", run) }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("fenced-storage", flag.ContinueOnError)
-	addrs := examplenodes.Flag(fs, 3)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	nodes, err := examplenodes.Open(ctx, *addrs, 3)
+	nodes, err := examplenodes.FromArgs(ctx, "fenced-storage", args, 3)
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite, driver name "sqlite"
@@ -27,15 +24,7 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
-		fmt.Fprintln(os.Stderr, "idempotency:", err)
-		os.Exit(1)
-	}
-}
+func main() { examplenodes.Main("idempotency", run) }
 
 // orders handles order submissions idempotently. Several instances of a
 // service share the Redis nodes and the database.
@@ -97,12 +86,7 @@ func (o *orders) stored(ctx context.Context, id string) (string, bool, error) {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("idempotency", flag.ContinueOnError)
-	addrs := examplenodes.Flag(fs, 3)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	nodes, err := examplenodes.Open(ctx, *addrs, 3)
+	nodes, err := examplenodes.FromArgs(ctx, "idempotency", args, 3)
 	if err != nil {
 		return err
 	}

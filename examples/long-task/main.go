@@ -13,11 +13,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -26,23 +23,10 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
-		fmt.Fprintln(os.Stderr, "long-task:", err)
-		os.Exit(1)
-	}
-}
+func main() { examplenodes.Main("long-task", run) }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("long-task", flag.ContinueOnError)
-	addrs := examplenodes.Flag(fs, 3)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	nodes, err := examplenodes.Open(ctx, *addrs, 3)
+	nodes, err := examplenodes.FromArgs(ctx, "long-task", args, 3)
 	if err != nil {
 		return err
 	}

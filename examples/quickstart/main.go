@@ -9,37 +9,20 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/fencedlock/fencedlock/internal/examplenodes"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
-		fmt.Fprintln(os.Stderr, "quickstart:", err)
-		os.Exit(1)
-	}
-}
+func main() { examplenodes.Main("quickstart", run) }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	addrs := examplenodes.Flag(fs, 3)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-
 	// In your service: one redis.NewClient(&redis.Options{Addr: ...}) per
 	// independent node. examplenodes also starts local nodes when none are given.
-	nodes, err := examplenodes.Open(ctx, *addrs, 3)
+	nodes, err := examplenodes.FromArgs(ctx, "quickstart", args, 3)
 	if err != nil {
 		return err
 	}

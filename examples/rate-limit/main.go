@@ -13,12 +13,8 @@ package main
 import (
 	"context"
 	_ "embed"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,23 +41,10 @@ func allow(ctx context.Context, rdb redis.Scripter, key string, limit int64, win
 	return n <= limit, n, reset, nil
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage
-		fmt.Fprintln(os.Stderr, "rate-limit:", err)
-		os.Exit(1)
-	}
-}
+func main() { examplenodes.Main("rate-limit", run) }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("rate-limit", flag.ContinueOnError)
-	addrs := examplenodes.Flag(fs, 1)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	nodes, err := examplenodes.Open(ctx, *addrs, 1)
+	nodes, err := examplenodes.FromArgs(ctx, "rate-limit", args, 1)
 	if err != nil {
 		return err
 	}

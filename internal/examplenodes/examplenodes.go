@@ -10,7 +10,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -131,4 +134,28 @@ func (ns *Nodes) Close() error {
 		errs = append(errs, p.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// FromArgs parses an example's command line (its only flag is --nodes, see
+// Flag) and opens its nodes (see Open). A parse error, flag.ErrHelp for -h
+// included, comes back as it is.
+func FromArgs(ctx context.Context, name string, args []string, n int) (*Nodes, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	addrs := Flag(fs, n)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return Open(ctx, *addrs, n)
+}
+
+// Main runs an example's run function with a ctx that Ctrl-C cancels, and
+// exits 1 when it fails (but not after -h printed the usage).
+func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }

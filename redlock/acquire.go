@@ -113,9 +113,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {
-		if r.err == nil && r.counter < token {
-			a.heal(r.node, token)
-		}
+		a.settle(r, acquired, token)
 	}
 	c.cfg.observer.Acquired(key, token, now.Sub(a.start))
 	if lc.autoExtend {
@@ -151,21 +149,8 @@ func (a *attempt) fence(grants []reply) (uint64, bool) {
 	if at >= a.c.quorum {
 		return t, true
 	}
-	var (
-		mu     sync.Mutex // protects raised
-		raised int
-		wg     sync.WaitGroup
-	)
-	for _, i := range lagging {
-		wg.Go(func() {
-			if a.raise(i, t) {
-				mu.Lock()
-				raised++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout,
+		raiseScript, a.keys, a.value, t)
 	return t, at+raised >= a.c.quorum
 }
 

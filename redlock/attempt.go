@@ -60,7 +60,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
 		ttl:      ttl,
 		start:    c.cfg.clock.Now(),
 		timeout:  c.nodeTimeout(ttl),
-		keys:     []string{key, fenceKey(key)},
+		keys:     []string{key, FenceKey(key)},
 		replies:  make(chan reply, n),
 		answered: make([]bool, n),
 		got:      make([]reply, n),
@@ -163,17 +163,6 @@ func (a *attempt) maybeFinishLocked() {
 // the background.
 func (a *attempt) heal(i int, token uint64) {
 	a.c.send(i, healScript, a.timeout, a.keys[1:], token)
-}
-
-// raise lifts node i's counter to token if this hold still owns the key
-// there, and waits for the answer.
-func (a *attempt) raise(i int, token uint64) bool {
-	v, err := a.c.call(i, raiseScript, a.timeout, a.keys, a.value, token)
-	if err != nil {
-		a.c.nodeErr(i, err)
-		return false
-	}
-	return asInt(v) == 1
 }
 
 // release runs compare-and-delete on node i and waits for the answer: it

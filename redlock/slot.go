@@ -15,8 +15,10 @@ import (
 
 const numSlots = 16384
 
-// fenceKey returns the fence counter key for a lock key.
-func fenceKey(key string) string {
+// FenceKey is the key of the fence counter that tokens for key are drawn
+// from: one counter per Redis Cluster hash slot, so keys that share a slot
+// share it. Tools read it to show a key's counter (`GET` on each node).
+func FenceKey(key string) string {
 	return slotFenceKeys()[keySlot(key)]
 }
 

@@ -23,7 +23,7 @@ func TestFenceKeySharesSlotAndIsBounded(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 50000 {
 		key := "lock:" + string(rune('a'+i%26)) + itoa(i)
-		fk := fenceKey(key)
+		fk := FenceKey(key)
 		if keySlot(fk) != keySlot(key) {
 			t.Fatalf("fence key %q (slot %d) not in slot of %q (%d)", fk, keySlot(fk), key, keySlot(key))
 		}

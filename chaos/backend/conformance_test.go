@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/chaos/backend"
 )
 
@@ -150,4 +152,33 @@ func checkRestart(t *testing.T, newB func(t *testing.T) backend.Backend) {
 			})
 		})
 	}
+}
+
+// checkPartitionDrops partitions node i after writing k=v through its
+// proxy, and checks what clients see: a request on an open connection is
+// dropped and times out (not refused), and a new connection gets nothing
+// back. It returns the client of the open connection.
+func checkPartitionDrops(t *testing.T, b backend.Backend, i int) *redis.Client {
+	t.Helper()
+	ctx := t.Context()
+	c := newClient(t, b.Nodes()[i].Addr())
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Partition(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := c.Set(ctx, "lost", "x", 0).Err()
+	var nerr net.Error
+	if !errors.As(err, &nerr) || !nerr.Timeout() {
+		t.Fatalf("SET during partition = %v, want a timeout", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("SET during partition failed after %v: want a timeout, not a refusal", took)
+	}
+	if err := newClient(t, b.Nodes()[i].Addr()).Ping(ctx).Err(); err == nil {
+		t.Fatal("a new client got through the partition")
+	}
+	return c
 }

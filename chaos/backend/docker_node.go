@@ -73,7 +73,7 @@ func (d *Docker) startNode(ctx context.Context, i int) (*dockerNode, error) {
 	if err := n.recreate(ctx, true); err != nil {
 		return n, err
 	}
-	if err := waitPing(ctx, n.addr, d.cfg.startTimeout); err != nil {
+	if err := redisproc.WaitPing(ctx, n.addr, d.cfg.startTimeout, nil); err != nil {
 		return n, fmt.Errorf("through its proxy: %w", err)
 	}
 	return n, nil

@@ -131,31 +131,12 @@ func (b *Process) startNode(ctx context.Context, i int, cfg processConfig) (*pro
 		return nil, fmt.Errorf("backend: node %d: %w", i, err)
 	}
 	node := &procNode{index: i, addr: proxy.Listen, proc: proc, proxy: proxy, net: st}
-	if err := waitPing(ctx, node.addr, cfg.startTimeout); err != nil {
+	if err := redisproc.WaitPing(ctx, node.addr, cfg.startTimeout, nil); err != nil {
 		stopProxy(proxy, st)
 		_ = proc.Close()
 		return nil, fmt.Errorf("backend: node %d through its proxy: %w", i, err)
 	}
 	return node, nil
-}
-
-// waitPing polls PING at addr until it answers, ctx ends or timeout passes.
-func waitPing(ctx context.Context, addr string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := redisproc.Ping(ctx, addr, 200*time.Millisecond)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("PING %s: %w (last error: %v)", addr, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
 }
 
 // Nodes implements Backend.

@@ -25,6 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
 const (
@@ -78,7 +80,7 @@ func Start(t testing.TB) *Server {
 	// A free port can be taken by someone else between the probe and the
 	// server's bind: retry a few times with a fresh port.
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = redisproc.FreePort(); err != nil {
 			t.Fatalf("pgtest: %v", err)
 		}
 		var stop func()
@@ -267,15 +269,6 @@ func credential() (*syscall.Credential, error) {
 		return nil, fmt.Errorf("pgtest: user postgres: %w", err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func skipOrFatal(t testing.TB, msg string) {

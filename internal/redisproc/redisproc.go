@@ -196,19 +196,35 @@ func (p *Proc) start(ctx context.Context) error {
 }
 
 func (p *Proc) waitReady(ctx context.Context, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	err := WaitPing(ctx, p.Addr(), p.cfg.StartTimeout, exited)
+	switch {
+	case errors.Is(err, errStopped):
+		return fmt.Errorf("redisproc: redis-server on %s exited at start: %s", p.Addr(), p.logTail())
+	case err != nil:
+		return fmt.Errorf("redisproc: redis-server on %s not ready: %w", p.Addr(), err)
+	}
+	return nil
+}
+
+var errStopped = errors.New("redisproc: stopped waiting")
+
+// WaitPing polls PING at addr until it answers, and fails when timeout
+// passes, ctx ends or stop (if not nil) is closed.
+func WaitPing(ctx context.Context, addr string, timeout time.Duration, stop <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if Ping(ctx, p.Addr(), 200*time.Millisecond) == nil {
+		err := Ping(ctx, addr, 200*time.Millisecond)
+		if err == nil {
 			return nil
 		}
 		select {
-		case <-exited:
-			return fmt.Errorf("redisproc: redis-server on %s exited at start: %s", p.Addr(), p.logTail())
+		case <-stop:
+			return errStopped
 		case <-ctx.Done():
-			return fmt.Errorf("redisproc: redis-server on %s not ready: %w", p.Addr(), ctx.Err())
+			return fmt.Errorf("PING %s: %w (last error: %v)", addr, ctx.Err(), err)
 		case <-tick.C:
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -192,7 +193,48 @@ func (p *Proc) start(ctx context.Context) error {
 		_ = p.Kill()
 		return err
 	}
+	// The port may have been taken by another server between our probe and
+	// the bind, and then the PING was that one's answer: make sure the
+	// server on the port is ours.
+	if pid, err := ServerPID(ctx, p.Addr(), p.cfg.StartTimeout); err != nil || pid != cmd.Process.Pid {
+		_ = p.Kill()
+		return fmt.Errorf("redisproc: %s answers, but not as process %d (INFO says %d, %v): port taken",
+			p.Addr(), cmd.Process.Pid, pid, err)
+	}
 	return nil
+}
+
+// ServerPID asks the server on addr for its process id (INFO server).
+func ServerPID(ctx context.Context, addr string, timeout time.Duration) (int, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, err
+	}
+	rd := bufio.NewReader(conn)
+	head, err := rd.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO server: reply %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server: no process_id")
 }
 
 func (p *Proc) waitReady(ctx context.Context, exited <-chan struct{}) error {
@@ -333,8 +375,31 @@ func (p *Proc) SetEnv(env []string) {
 func (p *Proc) StartStopped(ctx context.Context) error { return p.start(ctx) }
 
 // Pause stops the process with SIGSTOP: connections stay open, nothing is
-// answered, like a node in a long GC or a VM freeze.
-func (p *Proc) Pause() error { return p.signal(syscall.SIGSTOP, true) }
+// answered, like a node in a long GC or a VM freeze. A signal is delivered
+// asynchronously: Pause returns once the kernel reports the process stopped
+// (on Linux; elsewhere at once), so that nothing sent afterwards is answered.
+func (p *Proc) Pause() error {
+	if err := p.signal(syscall.SIGSTOP, true); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	stat := fmt.Sprintf("/proc/%d/stat", pid)
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return nil // no procfs: nothing to wait on
+		}
+		// pid (comm) state ...: comm may hold spaces, the state follows the last ')'.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return nil
+		}
+		time.Sleep(100 * time.Microsecond) // polling a kernel state
+	}
+	return fmt.Errorf("redisproc: %s did not stop after SIGSTOP", p.Addr())
+}
 
 // Resume continues a paused process with SIGCONT.
 func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT, false) }

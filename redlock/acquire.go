@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 )
 
@@ -45,8 +44,22 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 	return nil
 }
 
+var (
+	errClosed        = errors.New("redlock: client closed")
+	errNoValidity    = errors.New("redlock: quorum reached after the validity ran out")
+	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
+)
+
 // tryOnce is one attempt. On failure it also returns how long the current
 // holder's key has left (0 when unknown), the longest a waiter should sleep.
+//
+// It decides as soon as the answers allow: a quorum of grants, or answers
+// that cannot make one as they stand. Then a split vote between contenders
+// is resolved in the same attempt (tally.wins): the winner asks the
+// contenders' nodes again, up to maxReasks times, about a round trip apart;
+// the others fail at once. Nodes that have not answered when someone else
+// already refused get a short grace, not the whole node timeout: holding
+// partial grants that long makes every contender fail.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, errors.Join(ErrNotAcquired, err)
@@ -58,58 +71,70 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	wall := time.Now() // network waits are real time
 	a := c.startAttempt(key, ttl)
-	n, q := len(c.nodes), c.quorum
+	t := newTally(len(c.nodes), c.quorum)
 	var (
-		grants    = make([]reply, 0, n)
-		refused   int
-		hint      time.Duration
-		errs      []error
-		contended <-chan time.Time
+		grace    <-chan time.Time // runs from the first refusal
+		graced   bool             // it ran out: nodes still silent are not waited for
+		reask    *time.Timer      // set while a split vote's winner waits to ask again
+		reasks   int
+		reasked  []int     // the nodes asked again last
+		lastAsk  = wall    // when the latest ask went out
+		reaskEnd time.Time // no new ask after this
 	)
-	for len(grants) < q && refused+len(errs) <= n-q {
-		if refused > 0 && contended == nil {
-			// Someone else holds the key on a node and the outcome waits on
-			// nodes that have not answered. Healthy nodes answer within a
-			// few round trips; a frozen one only at the node timeout, and
-			// holding partial grants that long makes every contender fail
-			// (a convoy). So give the rest a short grace, then step back.
-			t := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
-			defer t.Stop()
-			contended = t.C
+	defer func() {
+		if reask != nil {
+			reask.Stop()
+		}
+	}()
+	for {
+		n := t.counts()
+		if n.granted >= c.quorum {
+			break
+		}
+		if n.refused > 0 && grace == nil {
+			g := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
+			defer g.Stop()
+			grace = g.C
+		}
+		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum || (graced && !t.anyWaiting(reasked))
+		if stuck && reask == nil {
+			if reaskEnd.IsZero() {
+				reaskEnd = time.Now().Add(a.timeout)
+			}
+			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
+				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
+				return nil, t.holderTTL(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+			}
+			// The contenders step back now; ask again once their releases
+			// had about a round trip to land.
+			reask = time.NewTimer(time.Since(lastAsk))
+		}
+		var reaskC <-chan time.Time
+		if reask != nil {
+			reaskC = reask.C
 		}
 		select {
-		case <-contended:
-			return nil, hint, a.fail(ErrNotAcquired)
 		case r := <-a.replies:
-			switch {
-			case r.err != nil:
-				errs = append(errs, r.err)
-			case r.granted:
-				grants = append(grants, r)
-			default:
-				refused++
-				if r.pttl > 0 && (hint == 0 || r.pttl < hint) {
-					hint = r.pttl
-				}
-			}
+			t.add(r)
+		case <-grace:
+			graced, grace = true, make(chan time.Time) // never again
+		case <-reaskC:
+			reask, reasks = nil, reasks+1
+			reasked, lastAsk = t.refusers(), time.Now()
+			t.asked(reasked)
+			a.ask(reasked)
 		case <-ctx.Done():
 			return nil, 0, a.fail(errors.Join(ErrNotAcquired, ctx.Err()))
 		}
 	}
-	if len(grants) < q {
-		if len(errs) > 0 {
-			return nil, hint, a.fail(errors.Join(append([]error{ErrNotAcquired}, errs...)...))
-		}
-		return nil, hint, a.fail(ErrNotAcquired)
-	}
-	token, ok := a.fence(grants)
+	token, ok := a.fence(t.grants())
 	if !ok {
-		return nil, hint, a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
+		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
 	}
 	until := a.start.Add(ttl - c.driftOf(ttl))
 	now := c.cfg.clock.Now()
 	if !now.Before(until) {
-		return nil, hint, a.fail(errors.Join(ErrNotAcquired, errNoValidity))
+		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {
@@ -120,56 +145,4 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		l.startWatchdog()
 	}
 	return l, 0, nil
-}
-
-var (
-	errClosed        = errors.New("redlock: client closed")
-	errNoValidity    = errors.New("redlock: quorum reached after the validity ran out")
-	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
-)
-
-// fence computes the token from the grants (see DESIGN: fencing tokens).
-// Fast path: a quorum of grants already agree on the highest counter t.
-// Otherwise the lagging grants are raised to t, each only while this hold
-// still owns the key there; the token is t if that makes a quorum.
-func (a *attempt) fence(grants []reply) (uint64, bool) {
-	var t uint64
-	for _, g := range grants {
-		t = max(t, g.counter)
-	}
-	var at int
-	var lagging []int
-	for _, g := range grants {
-		if g.counter == t {
-			at++
-		} else {
-			lagging = append(lagging, g.node)
-		}
-	}
-	if at >= a.c.quorum {
-		return t, true
-	}
-	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout,
-		raiseScript, a.keys, a.value, t)
-	return t, at+raised >= a.c.quorum
-}
-
-// fail abandons the attempt: it releases every grant already in (those nodes
-// answered, so they are up), waits for the missing answers at most the node
-// timeout (late grants then release themselves), and returns err.
-func (a *attempt) fail(err error) error {
-	var wg sync.WaitGroup
-	for _, r := range a.decide(abandoned, 0) {
-		if r.granted || r.err != nil {
-			wg.Go(func() { _, _ = a.release(r.node) })
-		}
-	}
-	wg.Wait()
-	t := time.NewTimer(a.timeout)
-	defer t.Stop()
-	select {
-	case <-a.finished:
-	case <-t.C:
-	}
-	return err
 }

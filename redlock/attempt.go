@@ -1,7 +1,10 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +25,18 @@ const (
 	abandoned              // failed or unlocked; late nodes release their grant
 )
 
+// maxReasks bounds how often the winner of a split vote asks again the
+// nodes that contenders held (see tally.wins).
+const maxReasks = 3
+
+// reply is one node's answer to an acquire call.
 type reply struct {
-	node    int
-	granted bool
-	counter uint64
-	pttl    time.Duration
-	err     error
+	node      int
+	granted   bool
+	counter   uint64        // the node's fence counter (after its INCR when granted)
+	holderTTL time.Duration // refused: what the holder's key has left
+	holder    string        // refused: the value that holds the key
+	err       error
 }
 
 type attempt struct {
@@ -35,20 +44,20 @@ type attempt struct {
 	key     string
 	value   string
 	ttl     time.Duration
-	start   time.Time
-	timeout time.Duration
-	keys    []string // lock key, fence counter key
-	channel string   // where releases are announced
-	replies chan reply
+	start   time.Time     // on the client's clock: validity counts from here
+	timeout time.Duration // each node call's deadline
+	keys    []string      // the scripts' KEYS: lock key, fence counter
+	replies chan reply    // every answer, for the deciding caller
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
 	token    uint64
-	answered []bool        // node i's acquire call has returned
-	got      []reply       // node i's answer, valid when answered[i]
-	work     int           // acquire calls not yet answered
-	finished chan struct{} // closed when work is 0 after a decision
-	closed   bool          // finished is closed
+	answered []bool        // node i answered an acquire call
+	latest   []reply       // node i's latest answer, valid when answered[i]
+	pending  int           // acquire calls not yet answered
+	settled  chan struct{} // closed when pending is 0 after a decision
+	closed   bool          // settled is closed
+	deadline time.Time     // real time by which every acquire call completes
 }
 
 func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
@@ -61,62 +70,97 @@ func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
 		start:    c.cfg.clock.Now(),
 		timeout:  c.nodeTimeout(ttl),
 		keys:     []string{key, FenceKey(key)},
-		replies:  make(chan reply, n),
+		replies:  make(chan reply, n*(1+maxReasks)),
 		answered: make([]bool, n),
-		got:      make([]reply, n),
-		work:     n,
-		finished: make(chan struct{}),
+		latest:   make([]reply, n),
+		settled:  make(chan struct{}),
 	}
-	a.channel = releaseChannel(key)
-	c.newGroup(a, a.timeout, c.all, acquireScript, a.keys, a.value, ttl.Milliseconds()).start()
+	a.ask(c.all)
 	return a
 }
 
-// done records node i's reply to the acquire script (the attempt is the
-// sink of its group). It runs on a worker or the deadline: it must not block.
-func (a *attempt) done(i int, v any, err error) {
+// lockKey is the lock key as a script's KEYS; fenceKey the fence counter's.
+func (a *attempt) lockKey() []string  { return a.keys[:1] }
+func (a *attempt) fenceKey() []string { return a.keys[1:] }
+
+// ask sends the acquire script to nodes (all of them first; a split vote's
+// winner asks the contenders' nodes again).
+func (a *attempt) ask(nodes []int) {
+	a.mu.Lock()
+	a.pending += len(nodes)
+	a.deadline = time.Now().Add(a.timeout) // network waits are real time
+	a.mu.Unlock()
+	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds()).start()
+}
+
+// answer records node i's reply to an acquire call (the attempt is the sink
+// of its groups). It runs on a worker or the deadline: it must not block.
+func (a *attempt) answer(i int, v any, err error) {
+	r := a.parse(i, v, err)
+	a.mu.Lock()
+	a.answered[i], a.latest[i] = true, r
+	state, token := a.state, a.token
+	a.pending--
+	a.maybeSettleLocked()
+	a.mu.Unlock()
+	a.replies <- r // buffered for every call: never blocks
+	a.settle(r, state, token)
+}
+
+// parse reads an acquire script's reply: {1, counter} or {0, pttl,
+// counter, holder}, counters as decimal strings (exact past 2^53).
+func (a *attempt) parse(i int, v any, err error) reply {
 	r := reply{node: i}
 	res, _ := v.([]any)
 	switch {
+	case err != nil && strings.Contains(err.Error(), "fence counter") && strings.Contains(err.Error(), "exhausted"):
+		r.err = a.c.nodeErr(i, fmt.Errorf("%w: %v", ErrTokenExhausted, err))
 	case err != nil:
 		r.err = a.c.nodeErr(i, err)
 	case len(res) == 2 && asInt(res[0]) == 1:
-		r.granted, r.counter = true, uint64(asInt(res[1]))
-	case len(res) == 3 && asInt(res[0]) == 0:
-		r.pttl, r.counter = time.Duration(asInt(res[1]))*time.Millisecond, uint64(asInt(res[2]))
+		r.granted = true
+		r.counter, err = asCounter(res[1])
+	case len(res) == 4 && asInt(res[0]) == 0:
+		r.holderTTL = time.Duration(asInt(res[1])) * time.Millisecond
+		r.holder, _ = res[3].(string)
+		r.counter, err = asCounter(res[2])
 	default:
-		r.err = a.c.nodeErr(i, fmt.Errorf("unexpected acquire reply %v", v))
+		err = fmt.Errorf("unexpected acquire reply %v", v)
 	}
-	a.mu.Lock()
-	a.answered[i], a.got[i] = true, r
-	state, token := a.state, a.token
-	a.work--
-	a.maybeFinishLocked()
-	a.mu.Unlock()
-	a.replies <- r // buffered for every node: never blocks
-	a.settle(r, state, token)
+	if err != nil && r.err == nil {
+		r.err = a.c.nodeErr(i, err)
+	}
+	return r
+}
+
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func asCounter(v any) (uint64, error) {
+	s, _ := v.(string)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("fence counter %q: %w", s, err)
+	}
+	return n, nil
 }
 
 // late handles a reply that came after node i's call had already counted
 // as timed out: a grant there is real, so it is released unless the hold is
-// still on; a hold that is on keeps it, and Unlock's release (sent to every
-// node that failed) or the TTL removes it.
+// on; a hold that is on keeps it, and Unlock's release (sent to every node
+// that failed) or the TTL removes it.
 func (a *attempt) late(i int, v any) {
-	res, _ := v.([]any)
-	if len(res) != 2 || asInt(res[0]) != 1 {
+	if r := a.parse(i, v, nil); !r.granted {
 		return
 	}
 	a.mu.Lock()
 	state := a.state
 	a.mu.Unlock()
 	if state != acquired {
-		a.c.send(i, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
+		a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
 	}
-}
-
-func asInt(v any) int64 {
-	n, _ := v.(int64)
-	return n
 }
 
 // settle does a node's part once the outcome is known.
@@ -128,7 +172,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		}
 	case abandoned:
 		if r.granted || r.err != nil { // an error may hide a grant
-			a.c.send(r.node, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
+			a.c.send(r.node, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
 		}
 		if token > 0 && r.err == nil && r.counter < token { // unlocked: heal all the same
 			a.heal(r.node, token)
@@ -136,8 +180,8 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 	}
 }
 
-// decide fixes the outcome and returns the answers already in, which the
-// caller settles; answers that come later settle themselves.
+// decide fixes the outcome and returns the latest answers already in, which
+// the caller settles; answers that come later settle themselves.
 func (a *attempt) decide(state attemptState, token uint64) []reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -145,30 +189,100 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 	in := make([]reply, 0, len(a.answered))
 	for i, ok := range a.answered {
 		if ok {
-			in = append(in, a.got[i])
+			in = append(in, a.latest[i])
 		}
 	}
-	a.maybeFinishLocked()
+	a.maybeSettleLocked()
 	return in
 }
 
-func (a *attempt) maybeFinishLocked() {
-	if a.work == 0 && a.state != undecided && !a.closed {
+// refusedBy marks the hold abandoned (an Unlock: answers still to come
+// release themselves, and heal to token) and returns the nodes that refused
+// it. The answers already in were settled when the hold was acquired.
+func (a *attempt) refusedBy(token uint64) []int {
+	var refused []int
+	for _, r := range a.decide(abandoned, token) {
+		if !r.granted && r.err == nil {
+			refused = append(refused, r.node)
+		}
+	}
+	return refused
+}
+
+func (a *attempt) maybeSettleLocked() {
+	if a.pending == 0 && a.state != undecided && !a.closed {
 		a.closed = true
-		close(a.finished)
+		close(a.settled)
 	}
 }
 
 // heal lifts node i's counter to token, unconditionally (see heal.lua), in
 // the background.
 func (a *attempt) heal(i int, token uint64) {
-	a.c.send(i, healScript, a.timeout, a.keys[1:], token)
+	a.c.send(i, healScript, a.timeout, a.fenceKey(), strconv.FormatUint(token, 10))
+}
+
+// fence computes the token from the grants (docs/protocol.md, "Fencing
+// tokens"). Fast path: a quorum of grants already agree on the highest
+// counter t. Otherwise the lagging grants are raised to t, each only while
+// this hold still owns the key there; the token is t if that makes a quorum.
+func (a *attempt) fence(grants []reply) (uint64, bool) {
+	var t uint64
+	for _, g := range grants {
+		t = max(t, g.counter)
+	}
+	var at int
+	var lagging []int
+	for _, g := range grants {
+		if g.counter == t {
+			at++
+		} else {
+			lagging = append(lagging, g.node)
+		}
+	}
+	if at >= a.c.quorum {
+		return t, true
+	}
+	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout,
+		raiseScript, a.keys, a.value, strconv.FormatUint(t, 10))
+	return t, at+raised >= a.c.quorum
+}
+
+// fail abandons the attempt and returns err. It releases the grants already
+// in (those nodes answered, so they are up) and waits for their answers;
+// nodes that failed may hide a grant and are released in the background, so
+// a frozen node does not hold the caller twice. Calls still open settle
+// themselves when they answer (a late grant is released); fail waits for
+// them no longer than their deadline.
+func (a *attempt) fail(err error) error {
+	var wg sync.WaitGroup
+	for _, r := range a.decide(abandoned, 0) {
+		switch {
+		case r.granted:
+			wg.Go(func() { _, _ = a.release(r.node) })
+		case r.err != nil:
+			a.c.send(r.node, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
+		}
+	}
+	wg.Wait()
+	a.mu.Lock()
+	left := time.Until(a.deadline)
+	a.mu.Unlock()
+	if left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-a.settled:
+		case <-t.C:
+		}
+	}
+	return err
 }
 
 // release runs compare-and-delete on node i and waits for the answer: it
 // reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.keys[:1], a.value, a.channel)
+	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}

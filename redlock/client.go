@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +21,7 @@ type Client struct {
 	quorum int
 
 	batchers []*batcher     // per node: every script call goes through one
-	inflight tracker        // script calls queued or on the wire
+	inflight inflightCalls  // script calls queued or on the wire
 	bg       sync.WaitGroup // watchdogs, expiry monitors, pub/sub listeners
 	closing  chan struct{}  // closed by Close
 	once     sync.Once
@@ -98,20 +99,36 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 
 // Close stops the client's background work: watchdogs, pub/sub listeners,
 // and the releases still on the wire (each bounded by its node timeout). Locks
-// held stay held until their TTL runs out. It does not close the redis
-// clients passed to New. Close is idempotent.
+// held stay held until their TTL runs out; their Done channels close. It does
+// not close the redis clients passed to New. Close is idempotent.
+//
+// Close returns within about the node timeout even when a node is frozen: a
+// call to such a node is given up at its deadline, and the goroutine that
+// go-redis keeps inside it (until its own ReadTimeout, or until the caller
+// closes that redis client) exits on its own.
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)
+		bound := make(chan struct{})
+		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })
+		defer t.Stop()
 		c.waiters.close()
-		c.bg.Wait()
-		c.inflight.wait() // releases and heals still on the wire
+		waitUntil(&c.bg, bound)
+		c.inflight.wait(bound) // releases and heals still on the wire
 		for _, b := range c.batchers {
-			b.stop()
+			b.stop(bound)
 		}
 	})
-	c.bg.Wait()
 	return nil
+}
+
+// closeTimeout bounds Close: the longest node timeout a call can have, and
+// a little more for the calls queued behind it.
+func (c *Client) closeTimeout() time.Duration {
+	if c.cfg.nodeTimeout > 0 {
+		return 2 * c.cfg.nodeTimeout
+	}
+	return 2 * maxNodeTimeout
 }
 
 // goBackground runs f tracked by Close.

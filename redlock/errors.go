@@ -16,6 +16,11 @@ var (
 	// ErrInvalidArgument wraps the reason for bad input to New, TryLock,
 	// Lock, Do or Extend. It is returned before any I/O.
 	ErrInvalidArgument = errors.New("redlock: invalid argument")
+	// ErrTokenExhausted means a node's fence counter reached the int64
+	// maximum (about 9.2e18 holds): no larger token can be issued there, so
+	// the acquisition fails, joined with ErrNotAcquired, before writing
+	// anything. Tokens never wrap or repeat.
+	ErrTokenExhausted = errors.New("redlock: fence counter exhausted")
 )
 
 // NodeError is the failure of one node: refused connection, timeout,

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,10 +29,14 @@ type Lock struct {
 	expiry   clock.Timer   // fires at until, once Done() was asked for
 	watch    chan struct{} // closed to stop the watchdog; nil when none
 	done     chan struct{}
+
+	// serial is held (a token in it) by the Extend or Unlock that is
+	// sending, so that they reach the nodes in the order they were made.
+	serial chan struct{}
 }
 
 func newLock(a *attempt, token uint64, until time.Time) *Lock {
-	return &Lock{a: a, token: token, until: until, done: make(chan struct{})}
+	return &Lock{a: a, token: token, until: until, done: make(chan struct{}), serial: make(chan struct{}, 1)}
 }
 
 // Key is the locked key, exactly as given (so `redis-cli PTTL key` works).
@@ -119,13 +124,24 @@ func (l *Lock) end(lost bool) {
 // still holds this hold's value (a vanished key is never re-created). On
 // success Until moves to the attempt's start + ttl − drift. When fewer than a
 // quorum still hold it, or no validity would be left, Extend returns
-// ErrLockLost and Done closes. If ctx ends first, Extend returns ctx.Err()
-// and the hold keeps its previous validity.
+// ErrLockLost and Done closes.
+//
+// If ctx ends before the outcome is known, Extend returns ctx.Err(); the
+// calls already sent may still land, so Until becomes the earlier of its
+// previous value and what the new ttl gives: it is never later than what a
+// quorum of nodes may still hold. A handle's Extends and its Unlock reach
+// the nodes in the order the handle applies them: one waits for the other.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	c := l.a.c
 	if err := c.checkArgs(l.a.key, ttl); err != nil {
 		return err
 	}
+	select {
+	case l.serial <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l.serial }()
 	l.mu.Lock()
 	ended := l.ended
 	l.mu.Unlock()
@@ -134,11 +150,16 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	start := c.cfg.clock.Now()
 	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
-		extendScript, l.a.keys[:1], l.a.value, ttl.Milliseconds())
+		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
+	until := start.Add(ttl - c.driftOf(ttl))
 	if ctxErr != nil && oks < c.quorum {
+		l.mu.Lock()
+		if until.Before(l.until) {
+			l.setUntilLocked(until)
+		}
+		l.mu.Unlock()
 		return ctxErr
 	}
-	until := start.Add(ttl - c.driftOf(ttl))
 	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
 		l.end(true)
 		return errors.Join(append([]error{ErrLockLost}, errs...)...)
@@ -148,13 +169,18 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.mu.Unlock()
 		return ErrLockLost
 	}
-	l.until = until
-	if l.expiry != nil {
-		l.expiry.Reset(until.Sub(c.cfg.clock.Now()))
-	}
+	l.setUntilLocked(until)
 	l.mu.Unlock()
 	c.cfg.observer.Extended(l.a.key, l.token)
 	return nil
+}
+
+// setUntilLocked moves the end of validity; l.mu is held.
+func (l *Lock) setUntilLocked(until time.Time) {
+	l.until = until
+	if l.expiry != nil {
+		l.expiry.Reset(until.Sub(l.a.c.cfg.clock.Now()))
+	}
 }
 
 // Unlock releases the hold: compare-and-delete on every node that granted
@@ -162,8 +188,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // once a quorum released (nil) or that became impossible: ErrLockLost when
 // fewer than a quorum still held it, the nodes' errors (*NodeError) alone
 // when nodes failed that may have held it; the other releases finish in the
-// background. The releases go out even when ctx is already cancelled. Done
-// closes. A second Unlock returns ErrLockLost.
+// background. The releases go out even when ctx is already cancelled, after
+// any Extend of this handle still deciding. Done closes. A second Unlock
+// returns ErrLockLost.
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.a.c
 	l.mu.Lock()
@@ -174,18 +201,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlocked = true
 	l.mu.Unlock()
 	l.end(false)
+	l.serial <- struct{}{} // an Extend in progress decides within its node timeout
+	defer func() { <-l.serial }()
 
-	// Nodes that have not answered the acquire yet release themselves when
-	// they do: a release sent now could overtake the grant.
-	var held []int
-	for _, r := range l.a.decide(abandoned, l.token) {
-		if r.granted || r.err != nil {
-			held = append(held, r.node)
-		}
+	// Every node that may hold it: those that granted or failed, and those
+	// that have not answered the acquire yet. A key's calls reach a node in
+	// order, so a release cannot overtake the acquire before it.
+	held := c.all
+	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
+		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
 	c.waiters.releasing(l.a.key, l.a.value)
 	oks, refused, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
-		releaseScript, l.a.keys[:1], l.a.value, l.a.channel)
+		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key))
 	c.waiters.wake(l.a.key)
 	switch {
 	case oks >= c.quorum:

@@ -111,12 +111,18 @@ func WithLockRetry(s RetryStrategy) LockOption {
 	}
 }
 
+// The default node timeout's bounds.
+const (
+	minNodeTimeout = 5 * time.Millisecond
+	maxNodeTimeout = 500 * time.Millisecond
+)
+
 // nodeTimeout is the per-node deadline for a call with the given ttl.
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	if c.cfg.nodeTimeout > 0 {
 		return c.cfg.nodeTimeout
 	}
-	return min(max(ttl/20, 5*time.Millisecond), 500*time.Millisecond)
+	return min(max(ttl/20, minNodeTimeout), maxNodeTimeout)
 }
 
 // driftOf is the part of the ttl that validity gives up for clock drift.

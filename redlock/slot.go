@@ -63,5 +63,9 @@ func crc16(s string) uint16 {
 	return crc
 }
 
-// releaseChannel is the pub/sub channel a release of key is announced on.
-func releaseChannel(key string) string { return "fencedlock:released:" + key }
+// releasePrefix starts every release channel's name.
+const releasePrefix = "fencedlock:released:"
+
+// releaseChannel is the pub/sub channel a release of key is announced on;
+// the message is the released value.
+func releaseChannel(key string) string { return releasePrefix + key }

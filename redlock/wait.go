@@ -8,22 +8,29 @@ import (
 )
 
 // Lock acquires key, retrying until it succeeds, the retry strategy gives up
-// (ErrNotAcquired) or ctx ends (errors.Join(ErrNotAcquired, ctx.Err())).
+// (ErrNotAcquired) or ctx ends (errors.Join(ErrNotAcquired, ctx.Err())). A
+// strategy that allows no retry (NoRetry, LimitRetry(s, 0)) makes it one
+// attempt, exactly like TryLock.
 //
 // Waiting is not polling: a waiter sleeps at most the backoff and never past
 // the holder's remaining TTL, and a release wakes it at once — through Redis
 // pub/sub from other processes, directly from this one. Waiters for one key
 // in one process queue up, first come first served, so that only the head
 // retries on the wire; a newcomer tries once first only when nobody in its
-// process waits. A release announced by a quorum of nodes wakes the head.
+// process waits. Releases announced by a quorum of nodes wake the head.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	lc, err := c.lockConfig(key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := lc.retry.Backoff(1); !ok {
+		l, _, err := c.tryOnce(ctx, key, ttl, lc)
+		return l, withCtx(ctx, err)
+	}
 	var (
-		l    *Lock
-		hint time.Duration
+		l     *Lock
+		hint  time.Duration
+		tried bool
 	)
 	if c.waiters.waiting(key) {
 		// Local waiters are ahead: no barging, or the newcomer and the head
@@ -34,9 +41,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
 		}
+		tried = true
 	}
 	q, w := c.waiters.join(key)
-	defer c.waiters.leave(key, q, w)
+	defer func() { c.waiters.leave(key, q, w, l != nil) }()
 	select {
 	case <-w:
 	case <-ctx.Done():
@@ -45,28 +53,38 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, errors.Join(ErrNotAcquired, errClosed)
 	}
 	// At the head: be subscribed before the next attempt, so that a release
-	// that follows a refusal cannot go unheard.
-	c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
-	for attempt := 1; ; attempt++ {
-		d, ok := lc.retry.Backoff(attempt)
-		if !ok {
-			return nil, err
+	// that follows a refusal cannot go unheard. A release may have passed
+	// before that, or before this waiter became the head: look at once,
+	// unless the head before it left holding the lock (its Unlock wakes this
+	// one).
+	fresh := c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
+	now := fresh || (!tried && !c.waiters.holding(q))
+	for retries := 0; ; {
+		var d time.Duration
+		if tried {
+			retries++
+			var ok bool
+			if d, ok = lc.retry.Backoff(retries); !ok {
+				return nil, err
+			}
+		} else {
+			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
 		}
-		if hint > 0 && hint < d {
-			// Wake when the holder's key expires, spread over a couple of
-			// milliseconds: waiters in other processes got the same hint,
-			// and arriving together splits the nodes' votes.
-			d = hint + rand.N(2*time.Millisecond)
+		if !now {
+			if hint > 0 && hint < d {
+				// Wake when the holder's key expires, spread over a couple
+				// of milliseconds: waiters in other processes got the same
+				// hint, and arriving together splits the nodes' votes.
+				d = hint + rand.N(2*time.Millisecond)
+			}
+			if serr := c.sleep(ctx, q.released, d); serr != nil {
+				return nil, serr
+			}
 		}
-		woken, serr := c.sleep(ctx, q.released, d)
-		if serr != nil {
-			return nil, serr
-		}
-		if woken {
-			attempt = 0 // a release, not a timeout: start the backoff over
-		}
+		now = false
 		c.waiters.drain(q)
 		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		tried = true
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
 		}
@@ -87,22 +105,20 @@ func withCtx(ctx context.Context, err error) error {
 	return errors.Join(err, ctx.Err())
 }
 
-// sleep waits d on the client's clock, or until a release is announced
-// (woken).
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (woken bool, err error) {
+// sleep waits d on the client's clock, or until a release is announced.
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
-		return false, nil
+		return nil
 	}
 	t := c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return false, nil
 	case <-released:
-		return true, nil
 	case <-ctx.Done():
-		return false, errors.Join(ErrNotAcquired, ctx.Err())
+		return errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return false, errors.Join(ErrNotAcquired, errClosed)
+		return errors.Join(ErrNotAcquired, errClosed)
 	}
+	return nil
 }

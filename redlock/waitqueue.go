@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,17 +21,20 @@ type waitQueues struct {
 }
 
 type keyQueue struct {
-	key      string
-	waiters  []chan struct{} // closed when that waiter becomes the head
-	released chan struct{}   // a release of key was announced (buffered 1)
-	subbed   chan struct{}   // closed on the first node's subscribe confirmation
-	asked    bool            // subscriptions were sent; guarded by waitQueues.mu
+	key       string
+	released  chan struct{} // a release of key was announced (buffered 1)
+	confirmed chan struct{} // a node confirmed the subscription (buffered 1)
+
 	// Guarded by waitQueues.mu:
-	heard  []bool    // nodes that announced the release of heardV
-	nheard int       // how many are true in heard
-	heardV string    // the released value the announcements are about
-	local  [8]string // values released by this process lately (ring)
-	nlocal int       // next slot in local
+	waiters []chan struct{} // closed when that waiter becomes the head
+	asked   bool            // subscriptions were sent
+	subbed  []bool          // nodes that confirmed the subscription
+	nsubbed int             // how many are true in subbed
+	heard   []bool          // nodes that announced a release since the last attempt began
+	nheard  int             // how many are true in heard
+	local   [8]string       // values this process unlocked lately (ring)
+	nlocal  int             // next slot in local
+	holding bool            // the last head left holding the lock; its Unlock wakes the next
 }
 
 func newWaitQueues(c *Client) *waitQueues {
@@ -50,8 +54,9 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	defer w.mu.Unlock()
 	q := w.queues[key]
 	if q == nil {
-		q = &keyQueue{key: key, released: make(chan struct{}, 1), subbed: make(chan struct{}),
-			heard: make([]bool, len(w.c.nodes))}
+		n := len(w.c.nodes)
+		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
+			subbed: make([]bool, n), heard: make([]bool, n)}
 		w.queues[key] = q
 	}
 	q.waiters = append(q.waiters, me)
@@ -61,13 +66,17 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	return q, me
 }
 
-// leave removes a waiter; the next one becomes the head. The last one out
-// drops the queue and its subscription.
-func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}) {
+// leave removes a waiter; the next one becomes the head. holding says the
+// waiter leaves with the lock. The last one out drops the queue and its
+// subscription.
+func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}, holding bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, x := range q.waiters {
 		if x == me {
+			if i == 0 {
+				q.holding = holding
+			}
 			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 			if i == 0 && len(q.waiters) > 0 {
 				close(q.waiters[0])
@@ -85,25 +94,42 @@ func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}) {
 	}
 }
 
-// ready subscribes q's key on every node (once per queue) and waits for the
-// first confirmation, at most timeout: without one the waiter still works,
-// on backoff and the holder's TTL alone.
-func (w *waitQueues) ready(ctx context.Context, q *keyQueue, timeout time.Duration) {
+// ready subscribes q's key on every node (once per queue) and waits until
+// every node confirmed, or a quorum did and as long again has passed, or
+// timeout: a node that is down must not hold up the waiter, which without
+// confirmations still works, on backoff and the holder's TTL alone. fresh
+// reports that this call made the subscriptions: a release before them went
+// unheard, so the caller must look at the key again before it sleeps.
+func (w *waitQueues) ready(ctx context.Context, q *keyQueue, timeout time.Duration) (fresh bool) {
 	w.mu.Lock()
-	first := !q.asked && !w.closed
+	fresh = !q.asked && !w.closed
 	q.asked = true
 	w.mu.Unlock()
-	if first {
+	if fresh {
 		for _, s := range w.subs {
 			s.send(subOp{channel: releaseChannel(q.key), sub: true})
 		}
 	}
-	t := time.NewTimer(timeout) // a network wait: real time
+	start := time.Now() // network waits are real time
+	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case <-q.subbed:
-	case <-t.C:
-	case <-ctx.Done():
+	for {
+		w.mu.Lock()
+		n := q.nsubbed
+		w.mu.Unlock()
+		switch {
+		case n == len(w.c.nodes):
+			return fresh
+		case n >= w.c.quorum:
+			t.Reset(min(time.Until(start.Add(timeout)), time.Since(start)))
+		}
+		select {
+		case <-q.confirmed:
+		case <-t.C:
+			return fresh
+		case <-ctx.Done():
+			return fresh
+		}
 	}
 }
 
@@ -115,11 +141,19 @@ func (w *waitQueues) waiting(key string) bool {
 	return q != nil && len(q.waiters) > 0
 }
 
+// holding reports whether the head before this one left holding the lock.
+func (w *waitQueues) holding(q *keyQueue) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return q.holding
+}
+
 // drain forgets announced releases before a new attempt.
 func (w *waitQueues) drain(q *keyQueue) {
 	w.mu.Lock()
 	clear(q.heard)
 	q.nheard = 0
+	q.holding = false
 	w.mu.Unlock()
 	select {
 	case <-q.released:
@@ -156,40 +190,43 @@ func (w *waitQueues) wake(key string) {
 }
 
 // deliver routes node's pub/sub event for channel to its queue. A release
-// wakes the head once a quorum of nodes announced it: woken by the first
-// node alone, the head would find the key still held on the others.
+// wakes the head once enough nodes announced one, whatever values they
+// released (the holder's, a contender's that stepped back, this process's
+// own failed attempt): woken by the first node alone, the head would find
+// the key still held on the others. Enough is a quorum, less the nodes that
+// never confirmed the subscription (a node that is down cannot announce).
+// Releases by this process's own Unlock are skipped: wake told the head.
 func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	const prefix = "fencedlock:released:"
-	if len(channel) < len(prefix) {
+	key, ok := strings.CutPrefix(channel, releasePrefix)
+	if !ok {
 		return
 	}
-	q := w.queues[channel[len(prefix):]]
+	q := w.queues[key]
 	if q == nil {
 		return
 	}
-	if !confirmed {
-		if slices.Contains(q.local[:], value) {
-			return // our own release: the head was woken already
+	if confirmed {
+		if !q.subbed[node] {
+			q.subbed[node] = true
+			q.nsubbed++
 		}
-		if value != q.heardV { // announcements of an older release are stale
-			clear(q.heard)
-			q.nheard, q.heardV = 0, value
-		}
-		if !q.heard[node] {
-			q.heard[node] = true
-			q.nheard++
-		}
-		if q.nheard >= w.c.quorum {
-			q.signal()
+		select {
+		case q.confirmed <- struct{}{}:
+		default:
 		}
 		return
 	}
-	select {
-	case <-q.subbed:
-	default:
-		close(q.subbed)
+	if slices.Contains(q.local[:], value) {
+		return // our own Unlock: the head was woken already
+	}
+	if !q.heard[node] {
+		q.heard[node] = true
+		q.nheard++
+	}
+	if q.nheard >= max(1, w.c.quorum-(len(w.c.nodes)-q.nsubbed)) {
+		q.signal()
 	}
 }
 

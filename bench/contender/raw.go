@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -106,7 +107,12 @@ func (s *rawSession) TryLock(ctx context.Context) error {
 			continue
 		}
 		grants++
-		token = max(token, uint64(asInt(res[1])))
+		counter, _ := res[1].(string) // a decimal string: exact past 2^53
+		n, err := strconv.ParseUint(counter, 10, 64)
+		if err != nil {
+			continue
+		}
+		token = max(token, n)
 	}
 	if grants < s.r.quorum {
 		s.round(ctx, rawRelease, s.keys[:1], s.value, s.channel)

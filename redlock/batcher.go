@@ -1,0 +1,187 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script calls to one node go through that node's batcher: a few workers,
+// each with its own queue, that take whatever calls are queued at that
+// moment and send them in one pipeline. A lone call goes out at once, so
+// light traffic pays no latency; under load, concurrent acquisitions share
+// round trips. The calls for one key always use the same queue, so they
+// reach a node in the order they were queued: an acquisition right after an
+// Unlock that decided at quorum reaches each node after that node's release,
+// and a handle's Extends and Unlock arrive in the order the handle made them.
+
+const (
+	workersPerNode = 4
+	maxBatch       = 64
+	queueSize      = 4096
+)
+
+var errQueueFull = errors.New("redlock: node queue full")
+
+type batcher struct {
+	c      *Client
+	node   int
+	queues [workersPerNode]chan *op // one per worker
+	quit   chan struct{}
+
+	start   sync.Once
+	mu      sync.RWMutex // protects stopped against sends to queues
+	stopped bool
+	workers sync.WaitGroup
+}
+
+func newBatcher(c *Client, node int) *batcher {
+	b := &batcher{c: c, node: node, quit: make(chan struct{})}
+	for w := range b.queues {
+		b.queues[w] = make(chan *op, queueSize/workersPerNode)
+	}
+	return b
+}
+
+// queue is the queue of o's key.
+func (b *batcher) queue(o *op) chan *op {
+	var h uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(o.keys[0]); i++ {
+		h = (h ^ uint32(o.keys[0][i])) * 16777619
+	}
+	return b.queues[h%workersPerNode]
+}
+
+// do queues o; a full queue or a stopped batcher completes it at once.
+func (b *batcher) do(o *op) {
+	b.start.Do(func() {
+		for w := range b.queues {
+			b.workers.Go(func() { b.work(b.queues[w]) })
+		}
+	})
+	// complete may queue further calls: never run it under mu.
+	b.mu.RLock()
+	if b.stopped {
+		b.mu.RUnlock()
+		o.g.complete(o, nil, errClosed)
+		return
+	}
+	select {
+	case b.queue(o) <- o:
+		b.mu.RUnlock()
+		return
+	default:
+	}
+	b.mu.RUnlock()
+	o.g.complete(o, nil, errQueueFull)
+}
+
+// work sends the batches of one queue until stop.
+func (b *batcher) work(queue chan *op) {
+	batch := make([]*op, 0, maxBatch)
+	for {
+		select {
+		case o := <-queue:
+			batch = append(batch[:0], o)
+		case <-b.quit:
+			for {
+				select {
+				case o := <-queue:
+					o.g.complete(o, nil, errClosed)
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-queue:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		b.exec(batch)
+		clear(batch)
+	}
+}
+
+// exec sends a batch. Each call keeps its own deadline: its group completes
+// it as a timeout when that passes, and a reply after that goes to the
+// group's late handler. The pipeline itself runs under the latest deadline
+// in the batch, so that a short-deadline call cannot cut short a call that
+// still has time (a ctx deadline is all go-redis honours).
+func (b *batcher) exec(batch []*op) {
+	live := batch[:0]
+	var ctx context.Context
+	var latest time.Time
+	for _, o := range batch {
+		if o.completed.Load() {
+			continue // timed out in the queue, never sent: nothing to undo
+		}
+		if d, _ := o.g.ctx.Deadline(); ctx == nil || d.After(latest) {
+			ctx, latest = o.g.ctx, d
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return
+	}
+	rdb := b.c.nodes[b.node].rdb
+	if len(live) == 1 {
+		o := live[0]
+		v, err := o.script.Run(ctx, rdb, o.keys, o.args...).Result()
+		o.g.complete(o, v, err)
+		return
+	}
+	cmds, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range live {
+			p.EvalSha(ctx, o.script.Hash(), o.keys, o.args...)
+		}
+		return nil
+	})
+	for i, o := range live {
+		var v any
+		var err error
+		if i < len(cmds) {
+			v, err = cmds[i].(*redis.Cmd).Result()
+		} else {
+			err = errors.New("redlock: pipeline lost a reply")
+		}
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			v, err = o.script.Run(ctx, rdb, o.keys, o.args...).Result() // loads it for the next time
+		}
+		o.g.complete(o, v, err)
+	}
+}
+
+// stop refuses new calls and fails the queued ones. It waits for the
+// workers until deadline at most: a worker can be inside a call to a frozen
+// node that go-redis holds until its own ReadTimeout (or for ever, with
+// ReadTimeout -1, until the caller closes that redis client). Every call has
+// completed by its deadline already; such a worker exits when go-redis lets
+// go of it.
+func (b *batcher) stop(deadline <-chan struct{}) {
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+	close(b.quit)
+	waitUntil(&b.workers, deadline)
+}
+
+// waitUntil waits for wg, or until deadline is closed.
+func waitUntil(wg *sync.WaitGroup, deadline <-chan struct{}) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-deadline:
+	}
+}

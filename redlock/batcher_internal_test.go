@@ -1,0 +1,59 @@
+package redlock
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/internal/redistest"
+)
+
+// A batch carries calls with different deadlines (a 10s-TTL acquire next to
+// a 1s-TTL one). Each call must keep its own: the short one times out at its
+// deadline, and the long one gets the node's answer, which comes after the
+// short deadline but well within its own.
+func TestBatchKeepsEachCallsDeadline(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := New([]redis.UniversalClient{rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	start := time.Now()
+	for range 10 {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rtt := time.Since(start) / 10
+	short := max(20*rtt, 20*time.Millisecond) // the 1s-TTL call's timeout
+	pause := 4 * short                        // how late the node answers
+	long := 20 * short                        // the 10s-TTL call's timeout
+
+	// The node answers nothing for pause: a real server, stopped (SIGSTOP)
+	// and resumed, as a slow or busy node would be.
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resume := time.AfterFunc(pause, func() { _ = p.Resume() })
+	defer resume.Stop()
+	longRes, shortRes := make(resultSink, 1), make(resultSink, 1)
+	gLong := c.newGroup(longRes, long, []int{0}, acquireScript, []string{"a", FenceKey("a")}, "v1", 10000)
+	gShort := c.newGroup(shortRes, short, []int{0}, acquireScript, []string{"b", FenceKey("b")}, "v2", 1000)
+	gLong.arm()
+	gShort.arm()
+	start = time.Now()
+	c.batchers[0].exec([]*op{&gShort.ops[0], &gLong.ops[0]})
+	if r := <-shortRes; !errors.Is(r.err, errNodeTimeout) {
+		t.Errorf("short call: %v, %v; want its own timeout", r.v, r.err)
+	}
+	if r := <-longRes; r.err != nil {
+		t.Fatalf("long call failed after %v (its timeout %v, the node answered after about %v): %v",
+			time.Since(start), long, pause, r.err)
+	}
+}

@@ -1,0 +1,92 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// An Extend whose ctx ends after its PEXPIREs reached the nodes must not
+// leave Until() later than what the nodes keep: the shorter TTL landed, and
+// another client may take the key once it runs out.
+func TestExtendCancelledAfterSendingKeepsUntilHonest(t *testing.T) {
+	r := newRig(t, 3)
+	gate := newReplyGate(t, "extend.lua")
+	for _, rc := range r.clients {
+		rc.AddHook(gate)
+	}
+	c := r.client(t, redlock.WithNodeTimeout(10*time.Second))
+	t.Cleanup(gate.release) // before the client's Close, which runs first
+
+	l, err := c.TryLock(t.Context(), "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.arm()
+	ctx, cancel := context.WithCancel(t.Context())
+	const short = 300 * time.Millisecond
+	sent := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- l.Extend(ctx, short) }()
+	for range len(r.clients) {
+		<-gate.held // every node applied the PEXPIRE; its reply is held
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Extend: %v, want context.Canceled", err)
+	}
+	if until, limit := l.Until(), sent.Add(short); until.After(limit) {
+		t.Fatalf("Until() is %v after the cancelled Extend's start, but the nodes drop the key %v after it",
+			until.Sub(sent), short)
+	}
+	for i, rc := range r.clients {
+		if pttl := rc.PTTL(t.Context(), "k").Val(); pttl > short {
+			t.Fatalf("node %d: PTTL %v: the PEXPIRE did not land, the test proves nothing", i, pttl)
+		}
+	}
+	gate.release()
+}
+
+// Concurrent Extends of one handle with different TTLs (a watchdog and a
+// user, say) must leave Until() no later than what a quorum of nodes keeps.
+func TestConcurrentExtendsKeepUntilHonest(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t, redlock.WithNodeTimeout(5*time.Second))
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const long, short = 10 * time.Second, 2 * time.Second
+	for i := range 100 {
+		errs := make(chan error, 2)
+		first, second := long, short
+		if i%2 == 1 {
+			first, second = short, long
+		}
+		go func() { errs <- l.Extend(ctx, first) }()
+		go func() { errs <- l.Extend(ctx, second) }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("iteration %d: %v", i, err)
+			}
+		}
+		// Every Extend answered by a quorum; the stragglers land by the
+		// time every node has answered a PTTL behind them in its queue.
+		now := time.Now()
+		pttls := make([]time.Duration, len(r.clients))
+		for j, rc := range r.clients {
+			pttls[j] = rc.PTTL(ctx, "k").Val()
+		}
+		sort.Slice(pttls, func(a, b int) bool { return pttls[a] > pttls[b] })
+		kept := pttls[c.Quorum()-1] // a quorum keeps the key at least this long
+		if left := l.Until().Sub(now); left > kept {
+			t.Fatalf("iteration %d: Until() is %v away, but a quorum drops the key within %v (PTTLs %v)",
+				i, left, kept, pttls)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fanout runs script on each of the given nodes, each call under timeout,
+// and returns as soon as need of them answered 1 or that became impossible,
+// or ctx ended; refused counts the nodes that answered 0. Calls still on the
+// wire then finish in the background (tracked by Close); they are never
+// cancelled with ctx, so an Unlock reaches the nodes even if its caller gave
+// up.
+func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration,
+	script *redis.Script, keys []string, args ...any) (oks, refused int, errs []error, ctxErr error) {
+	votes := make(voteSink, len(nodes))
+	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
+	fails := 0
+	for range nodes {
+		if oks >= need || fails > len(nodes)-need {
+			return oks, fails - len(errs), errs, nil
+		}
+		select {
+		case v := <-votes:
+			switch {
+			case v.ok:
+				oks++
+			case v.err != nil:
+				errs = append(errs, c.nodeErr(v.node, v.err))
+				fails++
+			default:
+				fails++
+			}
+		case <-ctx.Done():
+			return oks, fails - len(errs), errs, ctx.Err()
+		}
+	}
+	return oks, fails - len(errs), errs, nil
+}
+
+type vote struct {
+	node int
+	ok   bool
+	err  error
+}
+
+// voteSink collects a fan-out's answers: 1 is a yes.
+type voteSink chan vote
+
+func (s voteSink) answer(i int, v any, err error) {
+	s <- vote{node: i, ok: err == nil && asInt(v) == 1, err: err}
+}
+func (voteSink) late(int, any) {}
+
+// allNodes is 0..n-1: every node, for the calls that go to all of them.
+func allNodes(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package redlock
+
+import "time"
+
+// tally collects an attempt's answers, node by node (a node asked again
+// counts with its latest answer), apart from deciding what they mean.
+type tally struct {
+	q       int
+	latest  []reply
+	waiting []bool // asked, and the answer is not in yet
+}
+
+func newTally(n, q int) *tally {
+	t := &tally{q: q, latest: make([]reply, n), waiting: make([]bool, n)}
+	for i := range t.waiting {
+		t.waiting[i] = true
+	}
+	return t
+}
+
+func (t *tally) add(r reply) {
+	t.latest[r.node] = r
+	t.waiting[r.node] = false
+}
+
+// asked notes that nodes were asked again.
+func (t *tally) asked(nodes []int) {
+	for _, i := range nodes {
+		t.waiting[i] = true
+	}
+}
+
+type counts struct{ granted, refused, failed, waiting int }
+
+func (t *tally) counts() (c counts) {
+	for i, r := range t.latest {
+		switch {
+		case t.waiting[i]:
+			c.waiting++
+		case r.granted:
+			c.granted++
+		case r.err != nil:
+			c.failed++
+		default:
+			c.refused++
+		}
+	}
+	return c
+}
+
+// grants are the granting answers.
+func (t *tally) grants() []reply {
+	var g []reply
+	for i, r := range t.latest {
+		if !t.waiting[i] && r.granted {
+			g = append(g, r)
+		}
+	}
+	return g
+}
+
+// refusers are the nodes that answered with another value's hold.
+func (t *tally) refusers() []int {
+	var s []int
+	for i, r := range t.latest {
+		if !t.waiting[i] && !r.granted && r.err == nil {
+			s = append(s, i)
+		}
+	}
+	return s
+}
+
+// holderTTL is the shortest time a refusing holder's key has left (0 when
+// unknown): the longest a waiter should sleep.
+func (t *tally) holderTTL() time.Duration {
+	var d time.Duration
+	for i, r := range t.latest {
+		if !t.waiting[i] && !r.granted && r.err == nil && r.holderTTL > 0 && (d == 0 || r.holderTTL < d) {
+			d = r.holderTTL
+		}
+	}
+	return d
+}
+
+// errs are the failed nodes' errors.
+func (t *tally) errs() []error {
+	var e []error
+	for i, r := range t.latest {
+		if !t.waiting[i] && r.err != nil {
+			e = append(e, r.err)
+		}
+	}
+	return e
+}
+
+// wins resolves a split vote. Contenders that each hold a few nodes (none a
+// quorum) would all fail and retry into the same split; instead, every
+// contender reads the same picture from the refusals (which value holds
+// which node) and the same rule picks one: the value with the most grants,
+// the smaller value on a tie. The winner keeps its grants and asks the
+// others' nodes again; the others step back at once. wins reports whether
+// value is the winner and the nodes it holds with the refused ones make a
+// quorum. A real holder holds a quorum, more than any contender can: it
+// always wins, and a contender steps back.
+func (t *tally) wins(value string) bool {
+	held := map[string]int{}
+	mine, refused := 0, 0
+	for i, r := range t.latest {
+		switch {
+		case t.waiting[i] || r.err != nil:
+		case r.granted:
+			mine++
+		default:
+			refused++
+			held[r.holder]++
+		}
+	}
+	if mine == 0 || mine+refused < t.q {
+		return false
+	}
+	for v, n := range held {
+		if n > mine || (n == mine && v < value) || v == value {
+			return false
+		}
+	}
+	return true
+}
+
+// anyWaiting reports whether one of nodes has not answered yet.
+func (t *tally) anyWaiting(nodes []int) bool {
+	for _, i := range nodes {
+		if t.waiting[i] {
+			return true
+		}
+	}
+	return false
+}

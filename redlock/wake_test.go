@@ -1,0 +1,134 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// holdByHand makes key held on every node by value, as another process's
+// hold would be.
+func (r *rig) holdByHand(t *testing.T, key, value string) {
+	t.Helper()
+	for _, rc := range r.clients {
+		if err := rc.Set(t.Context(), key, value, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// releaseByHand deletes key on node i and announces value's release there,
+// as the release script does.
+func (r *rig) releaseByHand(t *testing.T, i int, key, value string) {
+	t.Helper()
+	rc := r.clients[i]
+	if err := rc.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Publish(t.Context(), "fencedlock:released:"+key, value).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A waiter hears releases of several values in any order — the holder's on
+// two nodes, its own failed attempt's on a third in between — and must wake
+// once the key is free on a quorum: here on every node.
+func TestWaiterWakesOnReleasesOfMixedValues(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	// The backoff is on the fake clock, which the test never advances: only
+	// a wake-up gets the waiter the lock.
+	c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+	r.holdByHand(t, "k", "holder")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k", 10*time.Second)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // the waiter sleeps
+		t.Fatal(err)
+	}
+	for i := range r.clients {
+		waitSubscribed(t, r, i, "k")
+	}
+	r.releaseByHand(t, 1, "k", "holder")
+	r.releaseByHand(t, 0, "k", "own-failed-attempt")
+	r.releaseByHand(t, 2, "k", "holder")
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v (the key was free on every node and every release was announced)", err)
+	}
+}
+
+// waitSubscribed polls PUBSUB NUMSUB until someone listens for key's
+// releases on node i (a server condition with a deadline, not a sleep).
+func waitSubscribed(t *testing.T, r *rig, i int, key string) {
+	t.Helper()
+	ch := "fencedlock:released:" + key
+	deadline := time.Now().Add(10 * time.Second)
+	for r.clients[i].PubSubNumSub(t.Context(), ch).Val()[ch] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d: nobody subscribed to %s", i, ch)
+		}
+		time.Sleep(time.Millisecond) // polling a server condition
+	}
+}
+
+// A Lock whose retry strategy allows no retry is one attempt, like TryLock,
+// even while another goroutine of the same Client waits for the key.
+func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry redlock.RetryStrategy
+	}{
+		{"NoRetry", redlock.NoRetry()},
+		{"LimitRetry 0", redlock.LimitRetry(fixedBackoff(time.Minute), 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 3)
+			fake := clock.NewFake(epoch)
+			c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+			r.holdByHand(t, "k", "holder")
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			waiter := make(chan error, 1)
+			go func() {
+				l, err := c.Lock(ctx, "k", 10*time.Second)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				waiter <- err
+			}()
+			if err := fake.BlockUntilContext(ctx, 1); err != nil { // queued and asleep
+				t.Fatal(err)
+			}
+			// The holder's key vanishes without an announcement (it expired).
+			for _, rc := range r.clients {
+				rc.Del(ctx, "k")
+			}
+			l, err := c.Lock(ctx, "k", 10*time.Second, redlock.WithLockRetry(tc.retry))
+			if err != nil {
+				t.Fatalf("Lock with %s on a free key: %v", tc.name, err)
+			}
+			if err := l.Unlock(ctx); err != nil { // wakes the queued waiter
+				t.Fatal(err)
+			}
+			if err := <-waiter; err != nil {
+				t.Fatalf("queued waiter: %v", err)
+			}
+			// And on a held key it is one refusal, at once.
+			r.holdByHand(t, "k", "holder")
+			if _, err := c.Lock(ctx, "k", 10*time.Second, redlock.WithLockRetry(tc.retry)); !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+				t.Fatalf("Lock with %s on a held key: %v (ctx %v)", tc.name, err, ctx.Err())
+			}
+		})
+	}
+}

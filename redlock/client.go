@@ -42,6 +42,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
 	}
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)

@@ -16,6 +16,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if fn == nil {
 		return invalid("nil fn")
 	}
+	if err := checkLockOptions(opts); err != nil {
+		return err
+	}
 	l, err := c.Lock(ctx, key, ttl, append(opts, AutoExtend())...)
 	if err != nil {
 		return err

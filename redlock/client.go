@@ -29,9 +29,10 @@ type Client struct {
 }
 
 type node struct {
-	index int
-	addr  string
-	rdb   redis.UniversalClient
+	index   int
+	addr    string
+	rdb     redis.UniversalClient
+	checked *sync.Once // the eviction check was started (eviction.go)
 }
 
 // New returns a Client over nodes: independent Redis servers (each may be a
@@ -77,7 +78,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		for _, id := range ids {
 			seen[id] = i
 		}
-		c.nodes[i] = node{index: i, addr: addr, rdb: n}
+		c.nodes[i] = node{index: i, addr: addr, rdb: n, checked: new(sync.Once)}
 		if rc, ok := n.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled {
 			cfg.logger.Warn("redlock: node client without ContextTimeoutEnabled: a frozen node holds its connections until ReadTimeout",
 				"node", i, "addr", addr)

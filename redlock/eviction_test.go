@@ -30,7 +30,7 @@ func TestEvictionWarnedOnFirstUse(t *testing.T) {
 	}
 	ctx := t.Context()
 	for range 2 {
-		l, err := c.TryLock(ctx, "k", time.Second)
+		l, err := c.TryLock(ctx, "k", 10*time.Second) // node timeout 500ms: dials included
 		if err != nil {
 			t.Fatal(err)
 		}

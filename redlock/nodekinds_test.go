@@ -51,12 +51,16 @@ func checkNodeKind(t *testing.T, nodes []redis.UniversalClient) {
 	// pub/sub can wake the waiter in time.
 	const backoff = time.Minute
 	slow := redlock.WithRetry(fixedBackoff(backoff))
-	holder, err := redlock.New(nodes, slow)
+	// A first call to a Cluster or Sentinel client makes several round trips
+	// (topology, dial, script load): a generous node timeout keeps a loaded
+	// machine from failing a test that is not about latency.
+	patient := redlock.WithNodeTimeout(backoff / 12)
+	holder, err := redlock.New(nodes, slow, patient)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Close() })
-	waiter, err := redlock.New(nodes, slow) // as another process would
+	waiter, err := redlock.New(nodes, slow, patient) // as another process would
 	if err != nil {
 		t.Fatal(err)
 	}

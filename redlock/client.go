@@ -2,9 +2,9 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,18 +30,26 @@ type Client struct {
 }
 
 type node struct {
-	index int
-	addr  string
-	rdb   redis.UniversalClient
+	index   int
+	addr    string
+	rdb     redis.UniversalClient
+	checked *sync.Once // the eviction check was started (eviction.go)
 }
 
 // New returns a Client over nodes: independent Redis servers (each may be a
-// standalone server, a Sentinel-managed primary or a Redis Cluster), of which
-// a majority must grant a lock. nodes must be non-empty, without nil entries
-// and without the same server twice.
+// standalone server, a Sentinel failover client, a Redis Cluster or a Ring),
+// of which a majority must grant a lock. nodes must be non-empty, without nil
+// entries and without the same server twice. New does no I/O: it rejects
+// the same client twice and two nodes that name a common address (a client's
+// Addr, a Cluster's seeds, a Ring's shards), but it cannot tell two names
+// for one server apart, nor two failover clients for one Sentinel master
+// name (go-redis does not expose it), which count as distinct nodes.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
+	}
+	if err := checkOptions(opts); err != nil {
+		return nil, err
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -53,17 +61,25 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		quorum:  len(nodes)/2 + 1,
 		closing: make(chan struct{}),
 	}
-	seen := make(map[string]int, len(nodes))
+	seen := make(map[any]int, len(nodes)) // identity → node (see nodeIdentity)
 	for i, n := range nodes {
 		if n == nil || (reflect.ValueOf(n).Kind() == reflect.Pointer && reflect.ValueOf(n).IsNil()) {
 			return nil, invalid("node %d is nil", i)
 		}
-		addr := nodeAddr(n, i)
-		if j, dup := seen[addr]; dup {
-			return nil, invalid("nodes %d and %d are the same server %s (it would count twice toward quorum)", j, i, addr)
+		addr, ids := nodeIdentity(n)
+		for _, id := range ids {
+			if j, dup := seen[id]; dup {
+				if s, ok := id.(string); ok {
+					return nil, invalid("nodes %d and %d share the server %s (it would count twice toward quorum)",
+						j, i, strings.TrimPrefix(s, "addr:"))
+				}
+				return nil, invalid("nodes %d and %d are the same client %s (it would count twice toward quorum)", j, i, addr)
+			}
 		}
-		seen[addr] = i
-		c.nodes[i] = node{index: i, addr: addr, rdb: n}
+		for _, id := range ids {
+			seen[id] = i
+		}
+		c.nodes[i] = node{index: i, addr: addr, rdb: n, checked: new(sync.Once)}
 		if rc, ok := n.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled {
 			cfg.logger.Warn("redlock: node client without ContextTimeoutEnabled: a frozen node holds its connections until ReadTimeout",
 				"node", i, "addr", addr)
@@ -76,19 +92,6 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	c.waiters = newWaitQueues(c)
 	return c, nil
-}
-
-// nodeAddr names a node for errors and duplicate detection.
-func nodeAddr(n redis.UniversalClient, i int) string {
-	switch v := n.(type) {
-	case *redis.Client:
-		return v.Options().Addr
-	case *redis.ClusterClient:
-		return fmt.Sprint("cluster", v.Options().Addrs)
-	case *redis.Ring:
-		return fmt.Sprint("ring", v.Options().Addrs)
-	}
-	return fmt.Sprintf("%T@%p", n, n)
 }
 
 // Quorum is the number of nodes that must grant a lock: N/2+1.

@@ -8,6 +8,7 @@ import (
 )
 
 // Option configures a Client. Each documents its default; zero means default.
+// New rejects a nil Option with ErrInvalidArgument.
 type Option func(*config)
 
 type config struct {
@@ -89,7 +90,8 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// LockOption configures one TryLock, Lock or Do call.
+// LockOption configures one TryLock, Lock or Do call, which rejects a nil
+// LockOption with ErrInvalidArgument.
 type LockOption func(*lockConfig)
 
 type lockConfig struct {
@@ -128,4 +130,24 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 // driftOf is the part of the ttl that validity gives up for clock drift.
 func (c *Client) driftOf(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.cfg.drift) + 2*time.Millisecond
+}
+
+// checkOptions rejects nil Options.
+func checkOptions(opts []Option) error {
+	for i, o := range opts {
+		if o == nil {
+			return invalid("option %d is nil", i)
+		}
+	}
+	return nil
+}
+
+// checkLockOptions rejects nil LockOptions.
+func checkLockOptions(opts []LockOption) error {
+	for i, o := range opts {
+		if o == nil {
+			return invalid("lock option %d is nil", i)
+		}
+	}
+	return nil
 }

@@ -9,10 +9,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// subscriber owns one node's pub/sub connection for release announcements.
+// subscriber owns one node's pub/sub connections for release announcements.
 // Subscribe and unsubscribe requests go through one goroutine, in order, so
 // that an unsubscribe can never overtake the subscribe before it. Started on
 // the first wait; a node that is down only delays its own requests.
+//
+// A node gets one pub/sub connection, except a Ring: the release script
+// publishes on the shard that holds the key, while Ring routes a
+// subscription by the channel's name, often to another shard, and a shard's
+// pub/sub does not reach the others. So a Ring node subscribes on every
+// shard that is up (checked again at each request, so a shard that comes up
+// later is added). A Cluster's classic pub/sub reaches every member, and a
+// failover client follows its primary.
 type subscriber struct {
 	c    *Client
 	node int
@@ -38,7 +46,7 @@ func newSubscriber(c *Client, node int, w *waitQueues) *subscriber {
 // send queues op without blocking; when the queue is full the op is dropped
 // (a waiter then relies on backoff, and a stale subscription costs little).
 func (s *subscriber) send(op subOp) {
-	s.start.Do(func() { s.c.goBackground(s.run) })
+	s.start.Do(func() { s.c.goNode(s.node, s.run) })
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -47,32 +55,104 @@ func (s *subscriber) send(op subOp) {
 }
 
 func (s *subscriber) run() {
-	ps := s.c.nodes[s.node].rdb.Subscribe(context.Background())
-	defer ps.Close()
-	listening := false
+	conns := make(map[any]*redis.PubSub) // by server key
+	channels := make(map[string]bool)    // subscribed now
+	defer func() {
+		for _, ps := range conns {
+			_ = ps.Close()
+		}
+	}()
 	for {
 		select {
 		case op := <-s.ops:
-			ctx, cancel := context.WithTimeout(context.Background(), s.c.nodeTimeout(5*time.Second))
+			s.apply(op, conns, channels)
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// apply runs op on every server of the node, opening a connection (with
+// every channel subscribed so far) for a server seen for the first time.
+func (s *subscriber) apply(op subOp, conns map[any]*redis.PubSub, channels map[string]bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.c.nodeTimeout(5*time.Second))
+	defer cancel()
+	if op.sub {
+		channels[op.channel] = true
+	} else {
+		delete(channels, op.channel)
+	}
+	for _, srv := range s.servers() {
+		if ps, ok := conns[srv.key]; ok {
 			var err error
 			if op.sub {
 				err = ps.Subscribe(ctx, op.channel)
 			} else {
 				err = ps.Unsubscribe(ctx, op.channel)
 			}
-			cancel()
 			if err != nil {
 				s.c.nodeErr(s.node, err)
 			}
-			if !listening && op.sub {
-				listening = true
-				msgs := ps.ChannelWithSubscriptions()
-				s.c.goBackground(func() { s.listen(msgs) })
-			}
-		case <-s.quit:
-			return
+			continue
 		}
+		if len(channels) == 0 {
+			continue
+		}
+		all := make([]string, 0, len(channels))
+		for ch := range channels {
+			all = append(all, ch)
+		}
+		ps, err := subscribe(ctx, srv.rdb, all)
+		if err != nil {
+			s.c.nodeErr(s.node, err)
+		}
+		conns[srv.key] = ps
+		msgs := ps.ChannelWithSubscriptions()
+		s.c.goNode(s.node, func() { s.listen(msgs) })
 	}
+}
+
+// server is a client to subscribe through, with a comparable key.
+type server struct {
+	key any // the shard's *redis.Client, or nodeKey for the node itself
+	rdb redis.UniversalClient
+}
+
+type nodeKey struct{}
+
+// servers are the clients to subscribe through: each shard of a Ring that
+// is up, else the node's client itself.
+func (s *subscriber) servers() []server {
+	rdb := s.c.nodes[s.node].rdb
+	ring, ok := rdb.(*redis.Ring)
+	if !ok {
+		return []server{{key: nodeKey{}, rdb: rdb}}
+	}
+	var (
+		mu     sync.Mutex
+		shards []server
+	)
+	_ = ring.ForEachShard(context.Background(), func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		shards = append(shards, server{key: c, rdb: c})
+		mu.Unlock()
+		return nil
+	})
+	return shards
+}
+
+// subscribe opens a pub/sub connection on rdb subscribed to channels
+// (non-empty). A Client or ClusterClient opens an empty one first, which
+// reports the subscribe's error; other kinds (a Ring panics on an empty
+// subscription) get the channels at once, and their error shows only as a
+// missing confirmation. Either way go-redis subscribes again on reconnect.
+func subscribe(ctx context.Context, rdb redis.UniversalClient, channels []string) (*redis.PubSub, error) {
+	switch rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		ps := rdb.Subscribe(ctx)
+		return ps, ps.Subscribe(ctx, channels...)
+	}
+	return rdb.Subscribe(ctx, channels...), nil
 }
 
 func (s *subscriber) listen(msgs <-chan any) {

@@ -40,6 +40,10 @@ type Config struct {
 	Env []string
 	// Args are extra redis-server arguments, e.g. "--maxmemory", "10mb".
 	Args []string
+	// ConfigFile, if set, is given to redis-server as its config file (its
+	// first argument, where redis-server looks for one). Sentinel needs one
+	// and rewrites it. Default: none.
+	ConfigFile string
 	// StartTimeout bounds the wait for the node to answer PING. Default 10s.
 	StartTimeout time.Duration
 }
@@ -149,7 +153,11 @@ func (p *Proc) runningLocked() bool {
 }
 
 func (p *Proc) args() []string {
-	a := []string{
+	var a []string
+	if p.cfg.ConfigFile != "" {
+		a = append(a, p.cfg.ConfigFile)
+	}
+	a = append(a,
 		"--port", strconv.Itoa(p.cfg.Port),
 		"--bind", "127.0.0.1",
 		"--protected-mode", "no",
@@ -157,7 +165,7 @@ func (p *Proc) args() []string {
 		"--save", "",
 		"--daemonize", "no",
 		"--logfile", filepath.Join(p.cfg.Dir, "redis.log"),
-	}
+	)
 	if p.cfg.AOF {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {

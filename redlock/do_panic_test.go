@@ -1,0 +1,64 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// A user's fn that panics inside Do must not leave the lock held: the
+// watchdog would extend it forever. The panic goes on with its own value.
+func TestDoReleasesTheLockWhenFnPanics(t *testing.T) {
+	r := newRig(t, 3)
+	ttl := 2 * time.Second
+	// A node timeout well above a loaded machine's hiccups; the test is
+	// about the watchdog, not about latency.
+	c := r.client(t, redlock.WithNodeTimeout(ttl/4))
+	ctx := t.Context()
+	// Warm up, so that the client's lasting goroutines (per-node workers,
+	// go-redis's connections) exist before the snapshot.
+	l, err := c.TryLock(ctx, "warm-up", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+
+	boom := errors.New("boom")
+	var ran bool
+	recovered := func() (p any) {
+		defer func() { p = recover() }()
+		_ = c.Do(ctx, "k", ttl, func(context.Context, *redlock.Lock) error {
+			ran = true
+			panic(boom)
+		})
+		return nil
+	}()
+	if !ran {
+		t.Fatal("fn did not run")
+	}
+	if recovered != boom {
+		t.Fatalf("recovered %v, want the fn's own panic value", recovered)
+	}
+	// The key goes at once (Unlock decides at quorum; the rest follow). A
+	// watchdog still running would keep it for ever: wait several of its
+	// periods (ttl/3) before calling it kept.
+	deadline := time.Now().Add(3 * ttl)
+	for r.anyKey(t, "k") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("key still on %d nodes (PTTL %v) %v after fn panicked: the watchdog keeps extending it",
+				r.anyKey(t, "k"), r.clients[0].PTTL(ctx, "k").Val(), 3*ttl)
+		}
+		time.Sleep(time.Millisecond) // polling a server-side condition
+	}
+	// No goroutine of the Do (its watcher, the watchdog, the expiry monitor)
+	// is left, before Close would stop them.
+	goleak.VerifyNone(t, before)
+}

@@ -21,6 +21,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 
 func (c *Client) lockConfig(key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
 	lc := lockConfig{retry: c.cfg.retry}
+	if err := checkLockOptions(opts); err != nil {
+		return lc, err
+	}
 	for _, o := range opts {
 		o(&lc)
 	}

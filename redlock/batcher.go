@@ -3,6 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -58,6 +61,7 @@ func (b *batcher) queue(o *op) chan *op {
 // do queues o; a full queue or a stopped batcher completes it at once.
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
+		b.c.checkNode(b.node) // first use of the node: can it evict our keys?
 		for w := range b.queues {
 			b.workers.Go(func() { b.work(b.queues[w]) })
 		}
@@ -105,9 +109,25 @@ func (b *batcher) work(queue chan *op) {
 				break fill
 			}
 		}
-		b.exec(batch)
+		b.execSafely(batch)
 		clear(batch)
 	}
+}
+
+// execSafely runs exec; a panic inside go-redis (or a hook of the caller's)
+// fails the batch's open calls and is logged, and the worker goes on.
+func (b *batcher) execSafely(batch []*op) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("redlock: recovered panic: %v", p)
+			b.c.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "redlock: recovered a panic in a node call",
+				slog.Int("node", b.node), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			for _, o := range batch {
+				o.g.complete(o, nil, err)
+			}
+		}
+	}()
+	b.exec(batch)
 }
 
 // exec sends a batch. Each call keeps its own deadline: its group completes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -134,11 +135,19 @@ func (c *Client) closeTimeout() time.Duration {
 	return 2 * maxNodeTimeout
 }
 
-// goBackground runs f tracked by Close.
+// goBackground runs f tracked by Close. A panic in f does not escape: it
+// is logged with its stack, and f's work stops (a watchdog that stops lets
+// its hold run out; Done then closes at the validity's end).
 func (c *Client) goBackground(f func()) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				c.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "redlock: recovered a panic in a background goroutine",
+					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			}
+		}()
 		f()
 	}()
 }

@@ -57,28 +57,12 @@ func TestWaiterWakesOnReleasesOfMixedValues(t *testing.T) {
 	if err := fake.BlockUntilContext(ctx, 1); err != nil { // the waiter sleeps
 		t.Fatal(err)
 	}
-	for i := range r.clients {
-		waitSubscribed(t, r, i, "k")
-	}
+	waitSubscribed(t, r.clients, "fencedlock:released:k")
 	r.releaseByHand(t, 1, "k", "holder")
 	r.releaseByHand(t, 0, "k", "own-failed-attempt")
 	r.releaseByHand(t, 2, "k", "holder")
 	if err := <-got; err != nil {
 		t.Fatalf("waiter: %v (the key was free on every node and every release was announced)", err)
-	}
-}
-
-// waitSubscribed polls PUBSUB NUMSUB until someone listens for key's
-// releases on node i (a server condition with a deadline, not a sleep).
-func waitSubscribed(t *testing.T, r *rig, i int, key string) {
-	t.Helper()
-	ch := "fencedlock:released:" + key
-	deadline := time.Now().Add(10 * time.Second)
-	for r.clients[i].PubSubNumSub(t.Context(), ch).Val()[ch] == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("node %d: nobody subscribed to %s", i, ch)
-		}
-		time.Sleep(time.Millisecond) // polling a server condition
 	}
 }
 

@@ -20,7 +20,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 }
 
 func (c *Client) lockConfig(key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
-	lc := lockConfig{retry: c.cfg.retry}
+	lc := lockConfig{retry: c.cfg.retry, since: time.Now()}
 	if err := checkLockOptions(opts); err != nil {
 		return lc, err
 	}
@@ -73,7 +73,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl)
+	a := c.startAttempt(key, ttl, lc.since)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		grace    <-chan time.Time // runs from the first refusal

@@ -60,12 +60,26 @@ type attempt struct {
 	deadline time.Time     // real time by which every acquire call completes
 }
 
-func (c *Client) startAttempt(key string, ttl time.Duration) *attempt {
+// holdValue is a fresh random value (a UUID) whose leading bits are since,
+// the time its caller began to wait, in milliseconds (the UUID version 7
+// layout): values sort by how long their callers have waited, which is how a
+// split vote between equally placed contenders goes to the oldest.
+func holdValue(since time.Time) string {
+	u := uuid.New()
+	ms := uint64(since.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	u[6] = u[6]&0x0f | 0x70 // version 7
+	return u.String()
+}
+
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
 		c:        c,
 		key:      key,
-		value:    uuid.NewString(),
+		value:    holdValue(since),
 		ttl:      ttl,
 		start:    c.cfg.clock.Now(),
 		timeout:  c.nodeTimeout(ttl),
@@ -159,7 +173,7 @@ func (a *attempt) late(i int, v any) {
 	state := a.state
 	a.mu.Unlock()
 	if state != acquired {
-		a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
+		a.stepBack(i)
 	}
 }
 
@@ -172,7 +186,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		}
 	case abandoned:
 		if r.granted || r.err != nil { // an error may hide a grant
-			a.c.send(r.node, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
+			a.stepBack(r.node)
 		}
 		if token > 0 && r.err == nil && r.counter < token { // unlocked: heal all the same
 			a.heal(r.node, token)
@@ -261,7 +275,7 @@ func (a *attempt) fail(err error) error {
 		case r.granted:
 			wg.Go(func() { _, _ = a.release(r.node) })
 		case r.err != nil:
-			a.c.send(r.node, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
+			a.stepBack(r.node)
 		}
 	}
 	wg.Wait()
@@ -279,10 +293,16 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
-// release runs compare-and-delete on node i and waits for the answer: it
-// reports whether the node held this hold's value.
+// stepBack releases node i's grant in the background, unannounced: only
+// an Unlock wakes waiters (see release.lua).
+func (a *attempt) stepBack(i int) {
+	a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, "")
+}
+
+// release runs compare-and-delete on node i, unannounced, and waits for the
+// answer: it reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, releaseChannel(a.key))
+	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, "")
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}

@@ -97,6 +97,7 @@ type LockOption func(*lockConfig)
 type lockConfig struct {
 	autoExtend bool
 	retry      RetryStrategy
+	since      time.Time // when the call began (real time): older waiters win split votes
 }
 
 // AutoExtend starts a watchdog that extends the hold at about a third of its

@@ -97,7 +97,8 @@ func (t *tally) errs() []error {
 // quorum) would all fail and retry into the same split; instead, every
 // contender reads the same picture from the refusals (which value holds
 // which node) and the same rule picks one: the value with the most grants,
-// the smaller value on a tie. The winner keeps its grants and asks the
+// the smaller value on a tie — values begin with the time their caller began
+// to wait (holdValue), so the tie goes to the one that waited longest. The winner keeps its grants and asks the
 // others' nodes again; the others step back at once. wins reports whether
 // value is the winner and the nodes it holds with the refused ones make a
 // quorum. A real holder holds a quorum, more than any contender can: it

@@ -28,23 +28,35 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return l, withCtx(ctx, err)
 	}
 	var (
-		l     *Lock
-		hint  time.Duration
-		tried bool
+		l        *Lock
+		hint     time.Duration
+		tried    bool
+		took     time.Duration // the barging attempt's time on the wire
+		courtesy = c.waiters.courtesy(key)
 	)
-	if c.waiters.waiting(key) {
+	switch {
+	case c.waiters.waiting(key):
 		// Local waiters are ahead: no barging, or the newcomer and the head
 		// woken by the last release split the nodes' votes.
 		err = ErrNotAcquired
-	} else {
+	case courtesy > 0:
+		// Other processes wait for this key too: no barging past their
+		// heads either; try after they had their chance.
+		err = ErrNotAcquired
+	default:
+		c.waiters.prepare(key)
+		start := time.Now()
 		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
 		}
-		tried = true
+		tried, took = true, time.Since(start)
 	}
 	q, w := c.waiters.join(key)
 	defer func() { c.waiters.leave(key, q, w, l != nil) }()
+	if tried {
+		c.waiters.tried(q, took, hint > 0)
+	}
 	select {
 	case <-w:
 	case <-ctx.Done():
@@ -56,18 +68,21 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// that follows a refusal cannot go unheard. A release may have passed
 	// before that, or before this waiter became the head: look at once,
 	// unless the head before it left holding the lock (its Unlock wakes this
-	// one).
+	// one) or other processes are to go first.
 	fresh := c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
-	now := fresh || (!tried && !c.waiters.holding(q))
+	now := fresh || (!tried && courtesy == 0 && !c.waiters.holding(q))
 	for retries := 0; ; {
 		var d time.Duration
-		if tried {
+		switch {
+		case tried:
 			retries++
 			var ok bool
 			if d, ok = lc.retry.Backoff(retries); !ok {
 				return nil, err
 			}
-		} else {
+		case courtesy > 0:
+			d = courtesy
+		default:
 			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
 		}
 		if !now {
@@ -83,7 +98,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 		now = false
 		c.waiters.drain(q)
+		start := time.Now()
 		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		c.waiters.tried(q, time.Since(start), hint > 0)
 		tried = true
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)

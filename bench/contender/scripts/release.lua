@@ -1,9 +1,15 @@
--- Release a hold: delete the key only while it holds this value, and tell
--- waiters on the release channel (the message is the released value). The fence counter is never deleted.
--- KEYS[1] lock key; ARGV[1] value, ARGV[2] release channel
+-- Release a hold: delete the key only while it holds this value. The fence
+-- counter is never deleted.
+-- KEYS[1] lock key; ARGV[1] value, ARGV[2] release channel or ''
+-- An Unlock announces the release on the channel (the message is the
+-- released value), which wakes waiters; an attempt that failed and steps
+-- back from its partial grants does not: waking the herd for a key that a
+-- contender is about to take splits the votes again.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[1])
+  if ARGV[2] ~= '' then
+    redis.call('PUBLISH', ARGV[2], ARGV[1])
+  end
   return 1
 end
 return 0

@@ -1,6 +1,10 @@
-// Package clock is the time source of fencedlock. Lock logic never calls
-// time.Now: it reads a Clock, so that tests drive time with a Fake and the
-// chaos harness can give a client a clock that is off (Skewed).
+// Package clock is the time source of fencedlock's lock logic. What the
+// lock decides by time — validity, backoff, the watchdog — reads a [Clock],
+// so that tests drive it with a [Fake] and the chaos harness can give a
+// client a clock that is off ([NewSkewed]). Network waits are not lock
+// logic: per-node deadlines and the short waits for nodes to answer are real
+// time (time.Now and contexts), because a node's answer does not come
+// sooner when a fake clock is advanced.
 //
 // Real() is the system clock. NewFake returns a clock that moves only when
 // told to. NewSkewed wraps a clock with an offset and a rate.

@@ -3,11 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 )
 
 // TryLock makes one attempt to acquire key on a quorum of nodes for ttl. It
-// returns ErrNotAcquired when another holder has the key, joined with the
+// returns [ErrNotAcquired] when another holder has the key, joined with the
 // nodes' errors when nodes failed rather than refused, or with ctx.Err()
 // when ctx ended. A failed attempt leaves no grant behind.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
@@ -17,6 +18,157 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	}
 	l, _, err := c.tryOnce(ctx, key, ttl, lc)
 	return l, err
+}
+
+// Lock acquires key, retrying until it succeeds, the retry strategy gives up
+// ([ErrNotAcquired]) or ctx ends (errors.Join([ErrNotAcquired], ctx.Err())). A
+// strategy that allows no retry ([NoRetry], LimitRetry(s, 0)) makes it one
+// attempt, exactly like TryLock.
+//
+// Waiting is not polling: a waiter sleeps at most the backoff and never past
+// the holder's remaining TTL, and a release wakes it at once — through Redis
+// pub/sub from other processes, directly from this one. Waiters for one key
+// in one process queue up, first come first served, so that only the head
+// retries on the wire; a newcomer tries once first only when nobody in its
+// process waits. Releases announced by a quorum of nodes wake the head.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	lc, err := c.lockConfig(key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := lc.retry.Backoff(1); !ok {
+		l, _, err := c.tryOnce(ctx, key, ttl, lc)
+		return l, withCtx(ctx, err)
+	}
+	var (
+		l        *Lock
+		hint     time.Duration
+		tried    bool
+		took     time.Duration // the barging attempt's time on the wire
+		courtesy = c.waiters.courtesy(key)
+	)
+	switch {
+	case c.waiters.waiting(key):
+		// Local waiters are ahead: no barging, or the newcomer and the head
+		// woken by the last release split the nodes' votes.
+		err = ErrNotAcquired
+	case courtesy > 0:
+		// Other processes wait for this key too: no barging past their
+		// heads either; try after they had their chance.
+		err = ErrNotAcquired
+	default:
+		c.waiters.prepare(key)
+		start := time.Now()
+		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		if err == nil || !retryable(ctx, err) {
+			return l, withCtx(ctx, err)
+		}
+		tried, took = true, time.Since(start)
+	}
+	q, w := c.waiters.join(key)
+	defer func() { c.waiters.leave(key, q, w, l != nil) }()
+	if tried {
+		c.waiters.tried(q, took, hint > 0)
+	}
+	select {
+	case <-w:
+	case <-ctx.Done():
+		return nil, errors.Join(ErrNotAcquired, ctx.Err())
+	case <-c.closing:
+		return nil, errors.Join(ErrNotAcquired, errClosed)
+	}
+	// At the head: be subscribed before the next attempt, so that a release
+	// that follows a refusal cannot go unheard. A release may have passed
+	// before that, or before this waiter became the head: look at once,
+	// unless the head before it left holding the lock (its Unlock wakes this
+	// one) or other processes are to go first.
+	fresh := c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
+	now := fresh || (!tried && courtesy == 0 && !c.waiters.holding(q))
+	for retries := 0; ; {
+		var d time.Duration
+		switch {
+		case tried:
+			retries++
+			var ok bool
+			if d, ok = lc.retry.Backoff(retries); !ok {
+				return nil, err
+			}
+		case courtesy > 0:
+			d = courtesy
+		default:
+			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
+		}
+		if !now {
+			if hint > 0 && hint < d {
+				// Wake when the holder's key expires, spread over a couple
+				// of milliseconds: waiters in other processes got the same
+				// hint, and arriving together splits the nodes' votes.
+				d = hint + rand.N(2*time.Millisecond)
+			}
+			if serr := c.sleep(ctx, q.released, d); serr != nil {
+				return nil, serr
+			}
+		}
+		now = false
+		c.waiters.drain(q)
+		start := time.Now()
+		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		c.waiters.tried(q, time.Since(start), hint > 0)
+		tried = true
+		if err == nil || !retryable(ctx, err) {
+			return l, withCtx(ctx, err)
+		}
+	}
+}
+
+// Do acquires key (waiting like Lock), runs fn while the hold is extended
+// automatically, and unlocks when fn returns. fn's ctx is cancelled the
+// moment the lock is lost — fn must stop writing then — and Do returns fn's
+// error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
+// writes. If fn panics, Do stops the watchdog and unlocks, and the panic
+// goes on with its own value.
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
+	if fn == nil {
+		return invalid("nil fn")
+	}
+	if err := checkLockOptions(opts); err != nil {
+		return err
+	}
+	l, err := c.Lock(ctx, key, ttl, append(opts, AutoExtend())...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	watched := make(chan bool, 1) // whether the lock was lost while fn ran
+	go func() {
+		select {
+		case <-l.Done():
+			cancel()
+			watched <- true
+		case <-stop:
+			watched <- false
+		}
+	}()
+	unlock := func() (lost bool, err error) {
+		close(stop)
+		lost = <-watched
+		return lost, l.Unlock(context.WithoutCancel(ctx)) // also stops the watchdog
+	}
+	returned := false
+	defer func() {
+		if !returned { // fn panicked (or called runtime.Goexit): the panic goes on
+			_, _ = unlock()
+		}
+	}()
+	ferr := fn(fctx, l)
+	returned = true
+	lost, uerr := unlock()
+	if lost {
+		return errors.Join(ferr, ErrLockLost)
+	}
+	return errors.Join(ferr, uerr)
 }
 
 func (c *Client) lockConfig(key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
@@ -53,99 +205,34 @@ var (
 	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
 )
 
-// tryOnce is one attempt. On failure it also returns how long the current
-// holder's key has left (0 when unknown), the longest a waiter should sleep.
-//
-// It decides as soon as the answers allow: a quorum of grants, or answers
-// that cannot make one as they stand. Then a split vote between contenders
-// is resolved in the same attempt (tally.wins): the winner asks the
-// contenders' nodes again, up to maxReasks times, about a round trip apart;
-// the others fail at once. Nodes that have not answered when someone else
-// already refused get a short grace, not the whole node timeout: holding
-// partial grants that long makes every contender fail.
-func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, errors.Join(ErrNotAcquired, err)
+// retryable says whether a failed attempt is worth another: refusals and
+// node errors are; bad input, a closed client and an ended ctx are not.
+func retryable(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed)
+}
+
+// withCtx joins ctx's error to a failure that ctx's end caused.
+func withCtx(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
 	}
+	return errors.Join(err, ctx.Err())
+}
+
+// sleep waits d on the client's clock, or until a release is announced.
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := c.cfg.clock.NewTimer(d)
+	defer t.Stop()
 	select {
+	case <-t.C():
+	case <-released:
+	case <-ctx.Done():
+		return errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
-	default:
+		return errors.Join(ErrNotAcquired, errClosed)
 	}
-	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since)
-	t := newTally(len(c.nodes), c.quorum)
-	var (
-		grace    <-chan time.Time // runs from the first refusal
-		graced   bool             // it ran out: nodes still silent are not waited for
-		reask    *time.Timer      // set while a split vote's winner waits to ask again
-		reasks   int
-		reasked  []int     // the nodes asked again last
-		lastAsk  = wall    // when the latest ask went out
-		reaskEnd time.Time // no new ask after this
-	)
-	defer func() {
-		if reask != nil {
-			reask.Stop()
-		}
-	}()
-	for {
-		n := t.counts()
-		if n.granted >= c.quorum {
-			break
-		}
-		if n.refused > 0 && grace == nil {
-			g := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
-			defer g.Stop()
-			grace = g.C
-		}
-		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum || (graced && !t.anyWaiting(reasked))
-		if stuck && reask == nil {
-			if reaskEnd.IsZero() {
-				reaskEnd = time.Now().Add(a.timeout)
-			}
-			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
-				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
-				return nil, t.holderTTL(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
-			}
-			// The contenders step back now; ask again once their releases
-			// had about a round trip to land.
-			reask = time.NewTimer(time.Since(lastAsk))
-		}
-		var reaskC <-chan time.Time
-		if reask != nil {
-			reaskC = reask.C
-		}
-		select {
-		case r := <-a.replies:
-			t.add(r)
-		case <-grace:
-			graced, grace = true, make(chan time.Time) // never again
-		case <-reaskC:
-			reask, reasks = nil, reasks+1
-			reasked, lastAsk = t.refusers(), time.Now()
-			t.asked(reasked)
-			a.ask(reasked)
-		case <-ctx.Done():
-			return nil, 0, a.fail(errors.Join(ErrNotAcquired, ctx.Err()))
-		}
-	}
-	token, ok := a.fence(t.grants())
-	if !ok {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
-	}
-	until := a.start.Add(ttl - c.driftOf(ttl))
-	now := c.cfg.clock.Now()
-	if !now.Before(until) {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
-	}
-	l := newLock(a, token, until)
-	for _, r := range a.decide(acquired, token) {
-		a.settle(r, acquired, token)
-	}
-	c.cfg.observer.Acquired(key, token, now.Sub(a.start))
-	if lc.autoExtend {
-		l.startWatchdog()
-	}
-	return l, 0, nil
+	return nil
 }

@@ -137,7 +137,7 @@ func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			h.before()
 		}
 		err := next(ctx, cmd)
-		if script && h.after != nil {
+		if script && err == nil && h.after != nil { // not a NOSCRIPT, which an EVAL follows
 			h.after()
 		}
 		return err

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -236,32 +237,6 @@ func (a *attempt) heal(i int, token uint64) {
 	a.c.send(i, healScript, a.timeout, a.fenceKey(), strconv.FormatUint(token, 10))
 }
 
-// fence computes the token from the grants (docs/protocol.md, "Fencing
-// tokens"). Fast path: a quorum of grants already agree on the highest
-// counter t. Otherwise the lagging grants are raised to t, each only while
-// this hold still owns the key there; the token is t if that makes a quorum.
-func (a *attempt) fence(grants []reply) (uint64, bool) {
-	var t uint64
-	for _, g := range grants {
-		t = max(t, g.counter)
-	}
-	var at int
-	var lagging []int
-	for _, g := range grants {
-		if g.counter == t {
-			at++
-		} else {
-			lagging = append(lagging, g.node)
-		}
-	}
-	if at >= a.c.quorum {
-		return t, true
-	}
-	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout,
-		raiseScript, a.keys, a.value, strconv.FormatUint(t, 10))
-	return t, at+raised >= a.c.quorum
-}
-
 // fail abandons the attempt and returns err. It releases the grants already
 // in (those nodes answered, so they are up) and waits for their answers;
 // nodes that failed may hide a grant and are released in the background, so
@@ -307,4 +282,101 @@ func (a *attempt) release(i int) (bool, error) {
 		return false, a.c.nodeErr(i, err)
 	}
 	return asInt(v) == 1, nil
+}
+
+// tryOnce is one attempt. On failure it also returns how long the current
+// holder's key has left (0 when unknown), the longest a waiter should sleep.
+//
+// It decides as soon as the answers allow: a quorum of grants, or answers
+// that cannot make one as they stand. Then a split vote between contenders
+// is resolved in the same attempt (tally.wins): the winner asks the
+// contenders' nodes again, up to maxReasks times, about a round trip apart;
+// the others fail at once. Nodes that have not answered when someone else
+// already refused get a short grace, not the whole node timeout: holding
+// partial grants that long makes every contender fail.
+func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, errors.Join(ErrNotAcquired, err)
+	}
+	select {
+	case <-c.closing:
+		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
+	default:
+	}
+	wall := time.Now() // network waits are real time
+	a := c.startAttempt(key, ttl, lc.since)
+	t := newTally(len(c.nodes), c.quorum)
+	var (
+		grace    <-chan time.Time // runs from the first refusal
+		graced   bool             // it ran out: nodes still silent are not waited for
+		reask    *time.Timer      // set while a split vote's winner waits to ask again
+		reasks   int
+		reasked  []int     // the nodes asked again last
+		lastAsk  = wall    // when the latest ask went out
+		reaskEnd time.Time // no new ask after this
+	)
+	defer func() {
+		if reask != nil {
+			reask.Stop()
+		}
+	}()
+	for {
+		n := t.counts()
+		if n.granted >= c.quorum {
+			break
+		}
+		if n.refused > 0 && grace == nil {
+			g := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
+			defer g.Stop()
+			grace = g.C
+		}
+		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum || (graced && !t.anyWaiting(reasked))
+		if stuck && reask == nil {
+			if reaskEnd.IsZero() {
+				reaskEnd = time.Now().Add(a.timeout)
+			}
+			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
+				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
+				return nil, t.holderTTL(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+			}
+			// The contenders step back now; ask again once their releases
+			// had about a round trip to land.
+			reask = time.NewTimer(time.Since(lastAsk))
+		}
+		var reaskC <-chan time.Time
+		if reask != nil {
+			reaskC = reask.C
+		}
+		select {
+		case r := <-a.replies:
+			t.add(r)
+		case <-grace:
+			graced, grace = true, make(chan time.Time) // never again
+		case <-reaskC:
+			reask, reasks = nil, reasks+1
+			reasked, lastAsk = t.refusers(), time.Now()
+			t.asked(reasked)
+			a.ask(reasked)
+		case <-ctx.Done():
+			return nil, 0, a.fail(errors.Join(ErrNotAcquired, ctx.Err()))
+		}
+	}
+	token, ok := a.fence(t.grants())
+	if !ok {
+		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
+	}
+	until := a.start.Add(ttl - c.driftOf(ttl))
+	now := c.cfg.clock.Now()
+	if !now.Before(until) {
+		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
+	}
+	l := newLock(a, token, until)
+	for _, r := range a.decide(acquired, token) {
+		a.settle(r, acquired, token)
+	}
+	c.cfg.observer.Acquired(key, token, now.Sub(a.start))
+	if lc.autoExtend {
+		l.startWatchdog()
+	}
+	return l, 0, nil
 }

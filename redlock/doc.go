@@ -3,8 +3,10 @@
 // monotonic through node failures: if an acquisition B starts after an
 // acquisition A of the same key returned, B's token is larger than A's — with
 // no assumption about clocks, pauses or network delays. A hold needs a
-// majority of nodes (N/2+1) to grant it and is valid until Until(), on the
-// client's clock, minus a drift allowance.
+// majority of nodes (N/2+1) to grant it and is valid until [Lock.Until], on
+// the client's clock; Until already has the allowance for clock drift taken
+// off (see [WithDriftFactor]). The argument for each guarantee, and what it
+// rests on, is in docs/protocol.md.
 //
 // What rests on what: mutual exclusion rests on timing (bounded clock drift
 // between nodes, holders that stop using the lock by Until); the token's
@@ -13,6 +15,11 @@
 // A node that comes back empty counts as failed; the next acquisitions that
 // reach it heal its counter. Storage that checks tokens (package fencing)
 // turns the token into safety even when the timing assumptions break.
+//
+// Start with [New], then [Client.TryLock] (one attempt), [Client.Lock]
+// (waits) or [Client.Do] (runs a function under the lock, extended
+// automatically). Failures are [ErrNotAcquired], [ErrLockLost] and
+// [ErrInvalidArgument], with [*NodeError] for what a node said.
 //
 // A Client is safe for concurrent use, and so is a Lock.
 package redlock

@@ -18,7 +18,7 @@ var (
 	ErrInvalidArgument = errors.New("redlock: invalid argument")
 	// ErrTokenExhausted means a node's fence counter reached the int64
 	// maximum (about 9.2e18 holds): no larger token can be issued there, so
-	// the acquisition fails, joined with ErrNotAcquired, before writing
+	// the acquisition fails, joined with [ErrNotAcquired], before writing
 	// anything. Tokens never wrap or repeat.
 	ErrTokenExhausted = errors.New("redlock: fence counter exhausted")
 )

@@ -8,32 +8,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencedlock/fencedlock/internal/redisproc"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// exampleNodes starts three local redis-server nodes for the examples; in
-// your code these are your own independent servers.
-func exampleNodes() ([]redis.UniversalClient, func()) {
-	procs, err := redisproc.StartN(context.Background(), 3, redisproc.Config{})
-	if err != nil {
-		panic(err)
-	}
-	clients := make([]redis.UniversalClient, len(procs))
-	for i, p := range procs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: p.Addr()})
-	}
-	return clients, func() {
-		for i := range procs {
-			_ = clients[i].Close()
-			_ = procs[i].Close()
-		}
-	}
-}
-
 func ExampleClient_TryLock() {
-	nodes, stop := exampleNodes()
-	defer stop()
+	// Your independent Redis servers (here: those the tests started).
+	var nodes []redis.UniversalClient
+	for _, addr := range redisAddrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
 	locks, err := redlock.New(nodes)
 	if err != nil {
 		panic(err)
@@ -58,8 +43,13 @@ func ExampleClient_TryLock() {
 }
 
 func ExampleClient_Lock() {
-	nodes, stop := exampleNodes()
-	defer stop()
+	// Your independent Redis servers (here: those the tests started).
+	var nodes []redis.UniversalClient
+	for _, addr := range redisAddrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
 	locks, _ := redlock.New(nodes)
 	defer locks.Close()
 	ctx := context.Background()
@@ -92,8 +82,13 @@ func ExampleClient_Lock() {
 }
 
 func ExampleClient_Do() {
-	nodes, stop := exampleNodes()
-	defer stop()
+	// Your independent Redis servers (here: those the tests started).
+	var nodes []redis.UniversalClient
+	for _, addr := range redisAddrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
 	locks, _ := redlock.New(nodes)
 	defer locks.Close()
 
@@ -111,8 +106,13 @@ func ExampleClient_Do() {
 }
 
 func ExampleLock_Done() {
-	nodes, stop := exampleNodes()
-	defer stop()
+	// Your independent Redis servers (here: those the tests started).
+	var nodes []redis.UniversalClient
+	for _, addr := range redisAddrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
 	locks, _ := redlock.New(nodes)
 	defer locks.Close()
 	ctx := context.Background()

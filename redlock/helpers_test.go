@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 type rig struct {
 	procs   []*redisproc.Proc
 	clients []redis.UniversalClient
+	rtt     time.Duration // the slowest node's PING round trip, measured at start
 }
 
 // newRig starts n real redis-server nodes and a go-redis client for each.
@@ -28,11 +30,28 @@ func newRig(t testing.TB, n int, opts ...redistest.Option) *rig {
 		t.Cleanup(func() { _ = c.Close() })
 		cs[i] = c
 	}
-	return &rig{procs: procs, clients: cs}
+	r := &rig{procs: procs, clients: cs}
+	for _, c := range cs {
+		// The first command dials: measure the round trip after it.
+		if err := c.Ping(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := c.Ping(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.rtt = max(r.rtt, time.Since(start))
+	}
+	return r
 }
 
+// client is a Client on the rig's nodes. Its node timeout is derived from
+// the measured round trip (a loaded machine's round trips are long, and the
+// default of a twentieth of a short TTL would fail healthy nodes there);
+// opts can set another, and tests of the default build their own Client.
 func (r *rig) client(t testing.TB, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(max(250*time.Millisecond, 100*r.rtt))}, opts...)
 	c, err := redlock.New(r.clients, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -185,12 +185,12 @@ func (l *Lock) setUntilLocked(until time.Time) {
 
 // Unlock releases the hold: compare-and-delete on every node that granted
 // it, never a bare DEL, so it cannot remove another holder's key. It returns
-// once a quorum released (nil) or that became impossible: ErrLockLost when
+// once a quorum released (nil) or that became impossible: [ErrLockLost] when
 // fewer than a quorum still held it, the nodes' errors (*NodeError) alone
 // when nodes failed that may have held it; the other releases finish in the
 // background. The releases go out even when ctx is already cancelled, after
 // any Extend of this handle still deciding. Done closes. A second Unlock
-// returns ErrLockLost.
+// returns [ErrLockLost].
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.a.c
 	l.mu.Lock()

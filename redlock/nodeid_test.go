@@ -29,9 +29,15 @@ func TestNewIdentifiesSentinelNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each primary holds its own grant: they are distinct servers.
+	// Each primary holds its own grant: they are distinct servers. TryLock
+	// returns at a quorum, so the last grant may still be on its way.
 	for name, p := range s.Primaries {
-		if got := redistest.Client(t, p).Get(ctx, "k").Val(); got != l.Value() {
+		rc := redistest.Client(t, p)
+		deadline := time.Now().Add(5 * time.Second)
+		for rc.Get(ctx, "k").Val() != l.Value() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // polling a server condition
+		}
+		if got := rc.Get(ctx, "k").Val(); got != l.Value() {
 			t.Errorf("primary %s holds %q, want the hold's value", name, got)
 		}
 	}

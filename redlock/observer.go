@@ -8,7 +8,7 @@ import (
 
 // Observer receives lock events, for metrics. Calls are synchronous on the
 // lock's path: keep them fast. An Observer must be safe for concurrent use.
-// Embed NopObserver to implement only some of the methods.
+// Embed [NopObserver] to implement only some of the methods.
 type Observer interface {
 	// Acquired: a hold began after latency (from the successful attempt's
 	// start) with this token.

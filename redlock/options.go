@@ -8,7 +8,7 @@ import (
 )
 
 // Option configures a Client. Each documents its default; zero means default.
-// New rejects a nil Option with ErrInvalidArgument.
+// New rejects a nil Option with [ErrInvalidArgument].
 type Option func(*config)
 
 type config struct {
@@ -81,7 +81,7 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithObserver sets hooks for metrics. Default: NopObserver.
+// WithObserver sets hooks for metrics. Default: [NopObserver].
 func WithObserver(o Observer) Option {
 	return func(cfg *config) {
 		if o != nil {
@@ -91,7 +91,7 @@ func WithObserver(o Observer) Option {
 }
 
 // LockOption configures one TryLock, Lock or Do call, which rejects a nil
-// LockOption with ErrInvalidArgument.
+// LockOption with [ErrInvalidArgument].
 type LockOption func(*lockConfig)
 
 type lockConfig struct {

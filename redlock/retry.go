@@ -7,7 +7,7 @@ import (
 
 // RetryStrategy tells a blocking Lock how long to wait before attempt number
 // attempt (1 for the first retry). ok = false stops retrying: Lock then
-// returns ErrNotAcquired. A strategy must be safe for concurrent use.
+// returns [ErrNotAcquired]. A strategy must be safe for concurrent use.
 //
 // Lock never sleeps longer than the current holder's remaining TTL, and a
 // release by the holder wakes it early, so the backoff is an upper bound.

@@ -98,7 +98,11 @@ func TestRedis(t *testing.T) {
 		if err := fencing.NewRedis(c, fencing.WithRetryWindow(window)).Admit(ctx, res, 1); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range c.Keys(ctx, "fencing:{"+res+"}:op:*").Val() {
+		ops := c.Keys(ctx, "fencing:{"+res+"}:op:*").Val()
+		if len(ops) != 1 {
+			t.Fatalf("op keys %q, want one", ops)
+		}
+		for _, k := range ops {
 			if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > window {
 				t.Errorf("op key has TTL %v, want at most %v", ttl, window)
 			}

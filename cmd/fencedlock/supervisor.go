@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor is the process between fencedlock and COMMAND. fencedlock
+// starts it (its own binary, with argv[0] supervisorName) in a process group
+// of its own; it becomes a child subreaper, starts COMMAND and reaps every
+// process of COMMAND's tree. It carries out what fencedlock asks over a socket
+// (fd 3), one line per message, and on its own it kills the whole tree with
+// SIGKILL when the socket closes (fencedlock died, even by SIGKILL) or when
+// the lock's validity, as fencedlock last reported it, runs out (fencedlock
+// frozen or stopped). It exits once the tree is empty.
+//
+// fencedlock → supervisor:
+//
+//	deadline NS   the lock is valid until NS on the boot clock (bootNow)
+//	signal N      send signal N to COMMAND (its process group unless --foreground)
+//	stop NS       SIGTERM and SIGCONT to the tree, SIGKILL NS later (or at the deadline)
+//	kill          SIGKILL the tree now
+//	suspend       SIGSTOP the tree; answers "suspended" once all of it is stopped
+//	resume        SIGCONT the tree
+//
+// supervisor → fencedlock:
+//
+//	started PID        COMMAND runs
+//	failed ERRNO       COMMAND could not be started; the supervisor exits
+//	stopped PID SIG    a process of the tree stopped on a signal the supervisor did not send
+//	exited STATUS      COMMAND ended (a wait status)
+//	leftovers N        N processes of the tree still ran when COMMAND ended
+//	suspended          the tree is stopped
+//	killed WHY         SIGKILL sent to the tree: "grace" (after stop) or "deadline"
+//	empty              the tree is gone; the supervisor exits
+const supervisorName = "fencedlock-supervisor"
+
+// isSupervisor says whether this process was started as the supervisor.
+func isSupervisor() bool { return len(os.Args) > 0 && os.Args[0] == supervisorName }
+
+// selfStopWait is how long, with --foreground, processes in fencedlock's own
+// group may take to stop on the terminal's SIGTSTP by themselves (an editor
+// restores the screen first) before the supervisor stops them with SIGSTOP.
+const selfStopWait = time.Second
+
+// supervisor is the state of the supervisor process; one goroutine owns it.
+type supervisor struct {
+	conn      *os.File // to and from fencedlock
+	fgPgid    int      // fencedlock's process group with --foreground, else 0
+	cmd       int      // COMMAND's pid
+	cmdEnded  bool     // COMMAND was reaped
+	deadline  time.Duration
+	ourStops  map[int]bool // processes this supervisor stopped: their stop is no news
+	suspended time.Time    // when the tree was asked to stop; zero when it runs
+	confirmed bool         // "suspended" was sent
+	killing   bool         // SIGKILL the tree until it is empty
+	stopping  bool         // SIGTERM was sent
+}
+
+// supervisorMain runs the supervisor and returns its exit status.
+func supervisorMain() int {
+	// Pdeathsig fires when the thread that started COMMAND ends: keep it.
+	runtime.LockOSThread()
+	fs := flag.NewFlagSet(supervisorName, flag.ContinueOnError)
+	deadline := fs.Int64("deadline", 0, "")
+	fgPgid := fs.Int("foreground-group", 0, "")
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() < 2 {
+		return 2
+	}
+	s := &supervisor{conn: os.NewFile(3, "fencedlock"), fgPgid: *fgPgid, deadline: time.Duration(*deadline),
+		ourStops: make(map[int]bool)}
+	syscall.CloseOnExec(3)
+	catchSignals()
+	if err := becomeSubreaper(); err != nil && seesTree {
+		s.send("failed %d", int(errnoOf(err)))
+		return 1
+	}
+	pid, err := syscall.ForkExec(fs.Arg(0), fs.Args()[1:], &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: commandAttr(s.fgPgid),
+	})
+	if err != nil {
+		s.send("failed %d", int(errnoOf(err)))
+		return 0
+	}
+	s.cmd = pid
+	s.send("started %d", pid)
+	return s.loop()
+}
+
+// catchSignals keeps the signals a terminal or fencedlock's group gets from
+// ending or stopping the supervisor: fencedlock decides what COMMAND gets.
+// Caught rather than ignored, so that COMMAND starts with them at default; a
+// signal ignored when the supervisor started stays ignored for COMMAND.
+func catchSignals() {
+	sigs := make(chan os.Signal, 8)
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU} {
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
+	go func() {
+		for range sigs {
+		}
+	}()
+}
+
+type reaped struct {
+	pid   int
+	ws    unix.WaitStatus
+	empty bool // no child is left
+}
+
+// reap waits for every child, COMMAND's and the adopted orphans, and reports
+// exits and stops; once no child is left, the tree is empty.
+func reap(out chan<- reaped) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WUNTRACED|unix.WCONTINUED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil { // ECHILD
+			out <- reaped{empty: true}
+			return
+		}
+		out <- reaped{pid: pid, ws: ws}
+	}
+}
+
+func (s *supervisor) loop() int {
+	reaps := make(chan reaped, 16)
+	go reap(reaps)
+	msgs := make(chan string, 16)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(s.conn)
+		for sc.Scan() {
+			msgs <- sc.Text()
+		}
+	}()
+	deadline := time.NewTimer(s.deadline - bootNow())
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond) // while killing or suspending
+	defer tick.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok { // fencedlock is gone: so is the lock's extension
+				msgs = nil
+				s.kill()
+				continue
+			}
+			if g := s.handle(m, deadline); g > 0 && grace == nil {
+				grace = time.After(g)
+			}
+		case r := <-reaps:
+			if r.empty {
+				s.send("empty")
+				return 0
+			}
+			s.reaped(r)
+		case <-deadline.C:
+			if left := s.deadline - bootNow(); left > 0 {
+				deadline.Reset(left)
+				continue
+			}
+			if !s.killing {
+				s.send("killed deadline")
+				s.kill()
+			}
+		case <-grace:
+			if !s.killing {
+				s.send("killed grace")
+				s.kill()
+			}
+		case <-tick.C:
+			switch {
+			case s.killing:
+				s.signalTree(syscall.SIGKILL)
+			case !s.suspended.IsZero() && !s.confirmed:
+				s.stopTree()
+			}
+		}
+	}
+}
+
+// handle carries out one message; it returns the grace period of a stop.
+func (s *supervisor) handle(m string, deadline *time.Timer) time.Duration {
+	verb, arg, _ := strings.Cut(m, " ")
+	n, _ := strconv.ParseInt(arg, 10, 64)
+	switch verb {
+	case "deadline":
+		s.deadline = time.Duration(n)
+		deadline.Reset(s.deadline - bootNow())
+	case "signal":
+		if !s.cmdEnded { // else the pid may be another process's by now
+			s.signalCommand(syscall.Signal(n))
+		}
+	case "stop":
+		s.stopping = true
+		s.signalTree(syscall.SIGTERM)
+		s.signalTree(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
+		s.suspended, s.confirmed = time.Time{}, false
+		return max(time.Duration(n), time.Nanosecond)
+	case "kill":
+		s.kill()
+	case "suspend":
+		s.suspended, s.confirmed = time.Now(), false
+		s.stopTree()
+	case "resume":
+		s.suspended, s.confirmed = time.Time{}, false
+		s.signalTree(syscall.SIGCONT)
+	}
+	return 0
+}
+
+// reaped handles a child's change of state.
+func (s *supervisor) reaped(r reaped) {
+	switch {
+	case r.pid == s.cmd && (r.ws.Exited() || r.ws.Signaled()):
+		s.cmdEnded = true
+		s.send("exited %d", int(r.ws))
+		s.send("leftovers %d", len(descendants(os.Getpid())))
+	case r.ws.Stopped():
+		sig := r.ws.StopSignal()
+		switch {
+		case sig == unix.SIGSTOP && s.ourStops[r.pid]:
+			delete(s.ourStops, r.pid)
+		case sig == unix.SIGTSTP && s.fgPgid != 0:
+			// With --foreground, the terminal's Ctrl-Z: fencedlock got it too.
+		case !s.suspended.IsZero() || s.killing:
+		default:
+			s.send("stopped %d %d", r.pid, int(sig))
+		}
+	}
+}
+
+func (s *supervisor) kill() {
+	s.killing = true
+	s.signalTree(syscall.SIGKILL)
+}
+
+// signalCommand sends sig to COMMAND: to its process group, unless it shares
+// fencedlock's (--foreground).
+func (s *supervisor) signalCommand(sig syscall.Signal) {
+	if s.fgPgid != 0 {
+		_ = syscall.Kill(s.cmd, sig)
+		return
+	}
+	_ = syscall.Kill(-s.cmd, sig)
+}
+
+// signalTree sends sig to every process of the tree.
+func (s *supervisor) signalTree(sig syscall.Signal) {
+	if s.fgPgid == 0 && (!s.cmdEnded || !seesTree) {
+		_ = syscall.Kill(-s.cmd, sig) // the group exists while COMMAND is unreaped
+	}
+	for _, p := range descendants(os.Getpid()) {
+		_ = syscall.Kill(p.pid, sig)
+	}
+}
+
+// stopTree sends SIGSTOP to what of the tree still runs, and says
+// "suspended" once all of it is stopped. With --foreground, processes in
+// fencedlock's group first get selfStopWait to stop on the terminal's SIGTSTP.
+func (s *supervisor) stopTree() {
+	all := true
+	for _, p := range descendants(os.Getpid()) {
+		if p.stopped() {
+			continue
+		}
+		all = false
+		if p.pgid == s.fgPgid && time.Since(s.suspended) < selfStopWait {
+			continue
+		}
+		s.ourStops[p.pid] = true
+		_ = syscall.Kill(p.pid, syscall.SIGSTOP)
+	}
+	if !seesTree {
+		s.signalCommand(syscall.SIGSTOP)
+		all = true
+	}
+	if all {
+		s.confirmed = true
+		s.send("suspended")
+	}
+}
+
+// send writes one message to fencedlock; if it is gone, the socket's end
+// tells the loop.
+func (s *supervisor) send(format string, args ...any) {
+	_, _ = fmt.Fprintf(s.conn, format+"\n", args...)
+}
+
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return syscall.EINVAL
+}

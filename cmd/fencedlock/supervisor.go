@@ -152,10 +152,22 @@ func (s *supervisor) loop() int {
 	}()
 	deadline := time.NewTimer(s.deadline - bootNow())
 	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond) // while killing or suspending
+	// While killing or stopping the tree, it is scanned again every tick:
+	// processes forked meanwhile get the signal too.
+	const every = 10 * time.Millisecond
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	tick.Stop()
+	ticking := false
 	var grace <-chan time.Time
 	for {
+		if busy := s.killing || (!s.suspended.IsZero() && !s.confirmed); busy != ticking {
+			if ticking = busy; busy {
+				tick.Reset(every)
+			} else {
+				tick.Stop()
+			}
+		}
 		select {
 		case m, ok := <-msgs:
 			if !ok { // fencedlock is gone: so is the lock's extension

@@ -65,7 +65,6 @@ type supervisor struct {
 	suspended time.Time    // when the tree was asked to stop; zero when it runs
 	confirmed bool         // "suspended" was sent
 	killing   bool         // SIGKILL the tree until it is empty
-	stopping  bool         // SIGTERM was sent
 }
 
 // supervisorMain runs the supervisor and returns its exit status.
@@ -222,7 +221,6 @@ func (s *supervisor) handle(m string, deadline *time.Timer) time.Duration {
 			s.signalCommand(syscall.Signal(n))
 		}
 	case "stop":
-		s.stopping = true
 		s.signalTree(syscall.SIGTERM)
 		s.signalTree(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
 		s.suspended, s.confirmed = time.Time{}, false

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,15 +56,15 @@ const selfStopWait = time.Second
 
 // supervisor is the state of the supervisor process; one goroutine owns it.
 type supervisor struct {
-	conn      *os.File // to and from fencedlock
-	fgPgid    int      // fencedlock's process group with --foreground, else 0
-	cmd       int      // COMMAND's pid
-	cmdEnded  bool     // COMMAND was reaped
+	fgPgid    int  // fencedlock's process group with --foreground, else 0
+	cmd       int  // COMMAND's pid
+	cmdEnded  bool // COMMAND was reaped
 	deadline  time.Duration
-	ourStops  map[int]bool // processes this supervisor stopped: their stop is no news
-	suspended time.Time    // when the tree was asked to stop; zero when it runs
-	confirmed bool         // "suspended" was sent
-	killing   bool         // SIGKILL the tree until it is empty
+	ourStops  map[int]bool  // processes this supervisor stopped: their stop is no news
+	suspended time.Time     // when the tree was asked to stop; zero when it runs
+	confirmed bool          // "suspended" was sent
+	killing   bool          // SIGKILL the tree until it is empty
+	graceEnd  time.Duration // after a stop: when SIGKILL follows SIGTERM, on the boot clock
 }
 
 // supervisorMain runs the supervisor and returns its exit status.
@@ -77,7 +77,7 @@ func supervisorMain() int {
 	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() < 2 {
 		return 2
 	}
-	s := &supervisor{conn: os.NewFile(3, "fencedlock"), fgPgid: *fgPgid, deadline: time.Duration(*deadline),
+	s := &supervisor{fgPgid: *fgPgid, deadline: time.Duration(*deadline),
 		ourStops: make(map[int]bool)}
 	syscall.CloseOnExec(3)
 	catchSignals()
@@ -122,8 +122,9 @@ type reaped struct {
 }
 
 // reap waits for every child, COMMAND's and the adopted orphans, and reports
-// exits and stops; once no child is left, the tree is empty.
-func reap(out chan<- reaped) {
+// exits and stops, each followed by a byte on wake; once no child is left,
+// the tree is empty.
+func reap(out chan<- reaped, wake int) {
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WUNTRACED|unix.WCONTINUED, nil)
@@ -132,90 +133,136 @@ func reap(out chan<- reaped) {
 		}
 		if err != nil { // ECHILD
 			out <- reaped{empty: true}
+			_, _ = syscall.Write(wake, []byte{0})
 			return
 		}
 		out <- reaped{pid: pid, ws: ws}
+		_, _ = syscall.Write(wake, []byte{0}) // full: the loop has a wake-up pending anyway
 	}
 }
 
+// every is how often the tree is scanned again while it is being killed or
+// stopped: processes forked meanwhile get the signal too.
+const every = 10 * time.Millisecond
+
+// loop runs until the tree is empty. It is one thread of events: all that
+// fencedlock sent so far is read before a deadline is judged, so a deadline
+// that fencedlock moved in time is never acted on.
 func (s *supervisor) loop() int {
-	reaps := make(chan reaped, 16)
-	go reap(reaps)
-	msgs := make(chan string, 16)
-	go func() {
-		defer close(msgs)
-		sc := bufio.NewScanner(s.conn)
-		for sc.Scan() {
-			msgs <- sc.Text()
-		}
-	}()
-	deadline := time.NewTimer(s.deadline - bootNow())
-	defer deadline.Stop()
-	// While killing or stopping the tree, it is scanned again every tick:
-	// processes forked meanwhile get the signal too.
-	const every = 10 * time.Millisecond
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	tick.Stop()
-	ticking := false
-	var grace <-chan time.Time
+	var wake [2]int
+	if err := syscall.Pipe(wake[:]); err != nil {
+		s.kill()
+		return 1
+	}
+	for _, fd := range wake {
+		syscall.CloseOnExec(fd)
+		_ = syscall.SetNonblock(fd, true)
+	}
+	reaps := make(chan reaped, 64)
+	go reap(reaps, wake[1])
+	var (
+		in   []byte // from fencedlock: an incomplete line
+		open = true // fencedlock's end of the socket is open
+	)
 	for {
-		if busy := s.killing || (!s.suspended.IsZero() && !s.confirmed); busy != ticking {
-			if ticking = busy; busy {
-				tick.Reset(every)
-			} else {
-				tick.Stop()
+		fds := []unix.PollFd{{Fd: int32(wake[0]), Events: unix.POLLIN}}
+		if open {
+			fds = append(fds, unix.PollFd{Fd: 3, Events: unix.POLLIN})
+		}
+		if _, err := unix.Poll(fds, s.timeout()); err != nil && err != unix.EINTR {
+			s.kill()
+		}
+		if open && !s.receive(&in) { // fencedlock is gone: so is the lock's extension
+			open = false
+			s.kill()
+		}
+		for drained := false; !drained; {
+			_, err := syscall.Read(wake[0], make([]byte, 64))
+			drained = err != nil
+		}
+		for pending := true; pending; {
+			select {
+			case r := <-reaps:
+				if r.empty {
+					s.send("empty")
+					return 0
+				}
+				s.reaped(r)
+			default:
+				pending = false
 			}
 		}
-		select {
-		case m, ok := <-msgs:
-			if !ok { // fencedlock is gone: so is the lock's extension
-				msgs = nil
-				s.kill()
-				continue
-			}
-			if g := s.handle(m, deadline); g > 0 && grace == nil {
-				grace = time.After(g)
-			}
-		case r := <-reaps:
-			if r.empty {
-				s.send("empty")
-				return 0
-			}
-			s.reaped(r)
-		case <-deadline.C:
-			if left := s.deadline - bootNow(); left > 0 {
-				deadline.Reset(left)
-				continue
-			}
-			if !s.killing {
-				s.send("killed deadline")
-				s.kill()
-			}
-		case <-grace:
-			if !s.killing {
-				s.send("killed grace")
-				s.kill()
-			}
-		case <-tick.C:
-			switch {
-			case s.killing:
-				s.signalTree(syscall.SIGKILL)
-			case !s.suspended.IsZero() && !s.confirmed:
-				s.stopTree()
-			}
+		now := bootNow()
+		switch {
+		case s.killing:
+		case now >= s.deadline:
+			s.send("killed deadline")
+			s.kill()
+		case s.graceEnd != 0 && now >= s.graceEnd:
+			s.send("killed grace")
+			s.kill()
+		}
+		switch {
+		case s.killing:
+			s.signalTree(syscall.SIGKILL)
+		case !s.suspended.IsZero() && !s.confirmed:
+			s.stopTree()
 		}
 	}
 }
 
-// handle carries out one message; it returns the grace period of a stop.
-func (s *supervisor) handle(m string, deadline *time.Timer) time.Duration {
+// timeout is how long the loop may sleep, in milliseconds (-1: until an
+// event).
+func (s *supervisor) timeout() int {
+	if s.killing || (!s.suspended.IsZero() && !s.confirmed) {
+		return int(every.Milliseconds())
+	}
+	next := s.deadline
+	if s.graceEnd != 0 {
+		next = min(next, s.graceEnd)
+	}
+	left := next - bootNow()
+	if left <= 0 {
+		return 0
+	}
+	return int((left + time.Millisecond - 1) / time.Millisecond)
+}
+
+// receive reads and carries out what fencedlock sent, without blocking. It
+// returns false once fencedlock's end is closed.
+func (s *supervisor) receive(in *[]byte) bool {
+	open := true
+	buf := make([]byte, 4096)
+	for {
+		n, _, err := unix.Recvfrom(3, buf, unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		if n > 0 {
+			*in = append(*in, buf[:n]...)
+			continue
+		}
+		open = err == unix.EAGAIN || err == unix.EWOULDBLOCK // else EOF (n == 0) or a broken socket
+		break
+	}
+	for {
+		line, rest, ok := bytes.Cut(*in, []byte("\n"))
+		if !ok {
+			break
+		}
+		*in = rest
+		s.handle(string(line))
+	}
+	return open
+}
+
+// handle carries out one message.
+func (s *supervisor) handle(m string) {
 	verb, arg, _ := strings.Cut(m, " ")
 	n, _ := strconv.ParseInt(arg, 10, 64)
 	switch verb {
 	case "deadline":
 		s.deadline = time.Duration(n)
-		deadline.Reset(s.deadline - bootNow())
 	case "signal":
 		if !s.cmdEnded { // else the pid may be another process's by now
 			s.signalCommand(syscall.Signal(n))
@@ -224,7 +271,9 @@ func (s *supervisor) handle(m string, deadline *time.Timer) time.Duration {
 		s.signalTree(syscall.SIGTERM)
 		s.signalTree(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
 		s.suspended, s.confirmed = time.Time{}, false
-		return max(time.Duration(n), time.Nanosecond)
+		if s.graceEnd == 0 {
+			s.graceEnd = bootNow() + max(time.Duration(n), time.Nanosecond)
+		}
 	case "kill":
 		s.kill()
 	case "suspend":
@@ -234,7 +283,6 @@ func (s *supervisor) handle(m string, deadline *time.Timer) time.Duration {
 		s.suspended, s.confirmed = time.Time{}, false
 		s.signalTree(syscall.SIGCONT)
 	}
-	return 0
 }
 
 // reaped handles a child's change of state.
@@ -309,10 +357,10 @@ func (s *supervisor) stopTree() {
 	}
 }
 
-// send writes one message to fencedlock; if it is gone, the socket's end
-// tells the loop.
+// send writes one message to fencedlock (fd 3); if it is gone, the
+// socket's end tells the loop.
 func (s *supervisor) send(format string, args ...any) {
-	_, _ = fmt.Fprintf(s.conn, format+"\n", args...)
+	_, _ = syscall.Write(3, fmt.Appendf(nil, format+"\n", args...))
 }
 
 func errnoOf(err error) syscall.Errno {

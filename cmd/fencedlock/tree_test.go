@@ -65,7 +65,7 @@ func TestRunKill9StopsTheTree(t *testing.T) {
 	c := newCluster(t, 3)
 	const key = "job:kill9"
 	dir := t.TempDir()
-	argv := helper(t, append([]string{"fencedlock"}, runArgs(c, key, []string{"--ttl", "2s"}, helper(t, "tree", dir))...)...)
+	argv := helper(t, append([]string{"fencedlock"}, runArgs(c, key, loadedFlags(4*time.Second), helper(t, "tree", dir))...)...)
 	fl := exec.Command(argv[0], argv[1:]...)
 	var out bytes.Buffer
 	fl.Stdout, fl.Stderr = &out, &out

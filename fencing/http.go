@@ -69,6 +69,12 @@ type middleware struct {
 // admitted in between. Where the storage allows, do the write through a guard
 // that checks again in the same step (Redis.Set, SQL.AdmitTx), and use the
 // middleware to turn stale requests away early.
+//
+// The admission is committed before next runs and nothing undoes it: if next
+// fails afterwards (an error, a panic, a lost connection), the token stays
+// raised although nothing was written, and older tokens are refused from then
+// on. A retried request with the same token is admitted again (equal tokens
+// are) and runs next again, so next must tolerate running twice.
 func Middleware(g Guard, resource func(*http.Request) string, opts ...MiddlewareOption) func(http.Handler) http.Handler {
 	m := &middleware{guard: g, resource: resource, onError: writeError}
 	for _, o := range opts {

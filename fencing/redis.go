@@ -2,11 +2,13 @@ package fencing
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,21 +27,61 @@ var (
 // the write it guards run as one Lua script, so there is no window between
 // them. It is safe for concurrent use.
 //
+// A call that returns an error other than a lost connection changed nothing:
+// the script checks all that can fail (a key of the wrong type, a corrupt
+// high-water mark) before its first write, because Redis does not roll a
+// script back. A lost connection leaves the outcome unknown, all or nothing:
+// read it back with Highest or Log before deciding to call again.
+//
+// Retries are harmless. Each call carries a random op id that the script
+// records with its writes; a client that runs the call again because the
+// reply was lost (go-redis retries up to MaxRetries times by default) gets
+// the first run's outcome — nil — instead of a second append, an overwrite of
+// a later Set with the same token, or ErrStaleToken because a newer holder
+// got in between. The op id is kept for the retry window (WithRetryWindow);
+// a call the caller itself makes again is a new operation.
+//
 // Keys: the high-water mark of resource R is the string "fencing:{R}:token",
-// its log the list "fencing:{R}:log". The {R} hash tag keeps both in one slot,
-// so the client may be a Redis Cluster client; for the same reason a resource
-// must not begin with '}'. The keys never expire: a high-water mark that
-// vanished would admit stale tokens again, and so would a node that restarts
-// without its data (use AOF with appendfsync always where that matters).
+// its log the list "fencing:{R}:log", the op ids "fencing:{R}:op:ID" (expiring
+// after the retry window). Every key that begins with "fencing:{" is the
+// guard's: Set refuses to write one. The {R} hash tag keeps a resource's keys
+// in one slot, so the client may be a Redis Cluster client; for the same
+// reason a resource must not begin with '}'. The mark and the log never
+// expire: a high-water mark that vanished would admit stale tokens again, and
+// so would a node that restarts without its data (use AOF with appendfsync
+// always where that matters).
 type Redis struct {
 	client redis.Scripter
+	window time.Duration
 }
 
 var _ Appender = (*Redis)(nil)
 
+// RedisOption configures NewRedis.
+type RedisOption func(*Redis)
+
+// WithRetryWindow sets how long the guard remembers that a call was applied,
+// so that a retry of it is recognised. It must outlast the client's retries of
+// one call: about MaxRetries × (ReadTimeout + MaxRetryBackoff). Default 1
+// minute. Memory: one small key per call made within the window.
+func WithRetryWindow(d time.Duration) RedisOption {
+	return func(g *Redis) {
+		if d > 0 {
+			g.window = d
+		}
+	}
+}
+
 // NewRedis returns a Guard on client (a *redis.Client, *redis.ClusterClient or
 // any redis.UniversalClient). Scripts run with EVALSHA, falling back to EVAL.
-func NewRedis(client redis.Scripter) *Redis { return &Redis{client: client} }
+// The client may retry (see Redis).
+func NewRedis(client redis.Scripter, opts ...RedisOption) *Redis {
+	g := &Redis{client: client, window: time.Minute}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
 
 // Admit records token for resource if it is not stale.
 func (g *Redis) Admit(ctx context.Context, resource string, token uint64) error {
@@ -48,10 +90,11 @@ func (g *Redis) Admit(ctx context.Context, resource string, token uint64) error 
 
 // Set admits token and, in the same step, sets the string key to value. On a
 // Redis Cluster key must be in the resource's hash slot: include "{resource}"
-// in it (e.g. "orders:{acct-7}" for resource "acct-7").
+// in it (e.g. "orders:{acct-7}" for resource "acct-7"). A key of the guard's
+// own (beginning with "fencing:{") is refused with ErrInvalidArgument.
 func (g *Redis) Set(ctx context.Context, resource string, token uint64, key, value string) error {
-	if key == "" || key == tokenKey(resource) {
-		return invalidf("key %q: empty, or the resource's own high-water key", key)
+	if key == "" || strings.HasPrefix(key, namespace) {
+		return invalidf("key %q: empty, or in the guard's namespace %q", key, namespace+"…")
 	}
 	return g.fence(ctx, resource, token, "set", key, value)
 }
@@ -66,11 +109,12 @@ func (g *Redis) fence(ctx context.Context, resource string, token uint64, op, ke
 	if err := validateRedis(resource, token); err != nil {
 		return err
 	}
-	keys := []string{tokenKey(resource)}
+	keys := []string{tokenKey(resource), opKey(resource, rand.Text())}
 	if key != "" {
 		keys = append(keys, key)
 	}
-	res, err := fenceScript.Run(ctx, g.client, keys, strconv.FormatUint(token, 10), op, value).Slice()
+	res, err := fenceScript.Run(ctx, g.client, keys, strconv.FormatUint(token, 10), op, value,
+		max(g.window.Milliseconds(), 1)).Slice()
 	if err != nil {
 		return fmt.Errorf("fencing: redis: %w", err)
 	}
@@ -141,8 +185,12 @@ func validateRedis(resource string, token uint64) error {
 	return nil
 }
 
-func tokenKey(resource string) string { return "fencing:{" + resource + "}:token" }
-func logKey(resource string) string   { return "fencing:{" + resource + "}:log" }
+// namespace begins every key of the guard's.
+const namespace = "fencing:{"
+
+func tokenKey(resource string) string  { return namespace + resource + "}:token" }
+func logKey(resource string) string    { return namespace + resource + "}:log" }
+func opKey(resource, id string) string { return namespace + resource + "}:op:" + id }
 
 func resourceKeys(resource string) []string {
 	return []string{tokenKey(resource), logKey(resource)}

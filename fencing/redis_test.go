@@ -83,6 +83,30 @@ func TestRedis(t *testing.T) {
 		if ttl := c.TTL(ctx, "fencing:{"+res+"}:token").Val(); ttl != -1 {
 			t.Errorf("high-water key has TTL %v, want none", ttl)
 		}
+		ops := c.Keys(ctx, "fencing:{"+res+"}:op:*").Val()
+		if len(ops) != 1 {
+			t.Fatalf("op keys %q, want one", ops)
+		}
+		if ttl := c.PTTL(ctx, ops[0]).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("op key has TTL %v, want the default retry window, 1m", ttl)
+		}
+	})
+
+	t.Run("retry window", func(t *testing.T) {
+		ctx, res := t.Context(), t.Name()
+		const window = 5 * time.Second
+		if err := fencing.NewRedis(c, fencing.WithRetryWindow(window)).Admit(ctx, res, 1); err != nil {
+			t.Fatal(err)
+		}
+		ops := c.Keys(ctx, "fencing:{"+res+"}:op:*").Val()
+		if len(ops) != 1 {
+			t.Fatalf("op keys %q, want one", ops)
+		}
+		for _, k := range ops {
+			if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > window {
+				t.Errorf("op key has TTL %v, want at most %v", ttl, window)
+			}
+		}
 	})
 
 	t.Run("script cache flushed", func(t *testing.T) {

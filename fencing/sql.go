@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
+	"unicode/utf8"
 )
 
 // Dialect selects the SQL syntax of a SQL guard.
@@ -38,7 +40,8 @@ func (d Dialect) String() string {
 // commits only if the token was admitted. It is safe for concurrent use.
 //
 // Tokens must fit a BIGINT: a token above math.MaxInt64 is refused with
-// ErrInvalidArgument rather than wrapped around. In PostgreSQL the upsert locks
+// ErrInvalidArgument rather than wrapped around, and so is a resource that is
+// not valid UTF-8 or holds a NUL byte, which PostgreSQL's TEXT cannot store. In PostgreSQL the upsert locks
 // the resource's row until the transaction ends, so writers of one resource are
 // serialised; under REPEATABLE READ or SERIALIZABLE a concurrent writer gets a
 // serialization failure, which the caller retries. SQLite serialises all
@@ -58,7 +61,9 @@ var _ Guard = (*SQL)(nil)
 type SQLOption func(*SQL)
 
 // WithTable sets the table name. Default "fencing_tokens". It must be a plain
-// identifier: ASCII letters, digits and '_', not starting with a digit.
+// identifier: ASCII letters, digits and '_', not starting with a digit. It is
+// quoted in every statement, so a reserved word ("order") works, and the name
+// is used exactly as given: case-sensitive in PostgreSQL.
 func WithTable(name string) SQLOption { return func(g *SQL) { g.table = name } }
 
 // NewSQL returns a guard on db in the given dialect. Call Init once to create
@@ -83,16 +88,17 @@ func NewSQL(db *sql.DB, d Dialect, opts ...SQLOption) (*SQL, error) {
 	default:
 		return nil, invalidf("unknown dialect %v", d)
 	}
-	g.upsert = "INSERT INTO " + g.table + " (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
+	table := g.quoted()
+	g.upsert = "INSERT INTO " + table + " (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
 		" ON CONFLICT (resource) DO UPDATE SET token = excluded.token" +
-		" WHERE " + g.table + ".token <= excluded.token"
-	g.highest = "SELECT token FROM " + g.table + " WHERE resource = " + p1
+		" WHERE " + table + ".token <= excluded.token"
+	g.highest = "SELECT token FROM " + table + " WHERE resource = " + p1
 	return g, nil
 }
 
 // Init creates the table if it does not exist.
 func (g *SQL) Init(ctx context.Context) error {
-	_, err := g.db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+g.table+
+	_, err := g.db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+g.quoted()+
 		" (resource TEXT PRIMARY KEY, token BIGINT NOT NULL)")
 	if err != nil {
 		return fmt.Errorf("fencing: sql: create table %s: %w", g.table, err)
@@ -149,6 +155,9 @@ func (g *SQL) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, token ui
 
 // Highest returns the highest token admitted (and committed) for resource, or 0.
 func (g *SQL) Highest(ctx context.Context, resource string) (uint64, error) {
+	if err := storable(resource); err != nil {
+		return 0, err
+	}
 	h, err := g.scanHighest(g.db.QueryRowContext(ctx, g.highest, resource), resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -174,8 +183,23 @@ func validateSQL(resource string, token uint64) error {
 	if token > math.MaxInt64 {
 		return invalidf("token %d does not fit a SQL BIGINT (max %d)", token, int64(math.MaxInt64))
 	}
+	return storable(resource)
+}
+
+// storable refuses a resource that a TEXT column cannot hold in PostgreSQL
+// (SQLite could, but a resource means the same in both).
+func storable(resource string) error {
+	switch {
+	case !utf8.ValidString(resource):
+		return invalidf("resource %q is not valid UTF-8", resource)
+	case strings.IndexByte(resource, 0) >= 0:
+		return invalidf("resource %q holds a NUL byte", resource)
+	}
 	return nil
 }
+
+// quoted is the table name as a quoted identifier: isIdent lets no quote in.
+func (g *SQL) quoted() string { return `"` + g.table + `"` }
 
 func isIdent(s string) bool {
 	for i, c := range s {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
@@ -90,6 +92,43 @@ func testSQL(t *testing.T, db *sql.DB, d fencing.Dialect, logID string, writers,
 		var one int
 		if err := tx.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 			t.Errorf("transaction unusable after a stale token: %v", err)
+		}
+	})
+
+	t.Run("resource the database cannot store", func(t *testing.T) {
+		for _, res := range []string{"a\x00b", "\x00", "bad utf-8 \xff"} {
+			if err := g.Admit(ctx, res, 1); !errors.Is(err, fencing.ErrInvalidArgument) {
+				t.Errorf("Admit(%q) = %v, want ErrInvalidArgument", res, err)
+			}
+			// The middleware answers bad input with 400, a failing storage with 503.
+			h := fencing.Middleware(g, func(*http.Request) string { return res })(http.NotFoundHandler())
+			req := httptest.NewRequestWithContext(ctx, http.MethodPut, "/", nil)
+			fencing.SetToken(req, 1)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("resource %q through Middleware: %d %s, want 400", res, rec.Code, rec.Body)
+			}
+		}
+	})
+
+	t.Run("table named by a reserved word", func(t *testing.T) {
+		for _, table := range []string{"order", "select", "Mixed_Case"} {
+			other, err := fencing.NewSQL(db, d, fencing.WithTable(table))
+			if err != nil {
+				t.Fatalf("WithTable(%q): %v", table, err)
+			}
+			if err := other.Init(ctx); err != nil {
+				t.Fatalf("WithTable(%q): Init: %v", table, err)
+			}
+			mustAdmit(t, other, t.Name(), 4)
+			if h, err := other.Highest(ctx, t.Name()); err != nil || h != 4 {
+				t.Errorf("Highest in %q = %d, %v; want 4", table, h, err)
+			}
+			stale := other.Admit(ctx, t.Name(), 3)
+			if !errors.Is(stale, fencing.ErrStaleToken) {
+				t.Errorf("Admit(3) in %q = %v, want stale", table, stale)
+			}
 		}
 	})
 

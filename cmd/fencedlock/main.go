@@ -57,6 +57,9 @@ a lock needs a majority of them. Run 'fencedlock COMMAND --help' for a command's
 `
 
 func main() {
+	if isSupervisor() { // `run` starts this binary again as COMMAND's supervisor
+		os.Exit(supervisorMain())
+	}
 	redis.SetLogger(quietLogger{}) // node failures are reported by the commands themselves
 	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,45 +29,11 @@ func TestMain(m *testing.M) {
 		// for the race detector's report (GORACE atexit_sleep_ms).
 		syscall.Exit(helperMain(os.Args[2:]))
 	}
+	if isSupervisor() { // realMain's runs start the test binary as their supervisor
+		syscall.Exit(supervisorMain())
+	}
 	redis.SetLogger(quietLogger{}) // dial failures to killed nodes are expected here
 	goleak.VerifyTestMain(m)
-}
-
-// helperMain is the child process:
-//
-//	env                    print FENCEDLOCK_TOKEN and FENCEDLOCK_KEY
-//	exit N                 exit with status N
-//	kill-self              die of SIGTERM
-//	block FILE [stubborn]  write its pid to FILE, then sleep 30s (ignoring SIGTERM if stubborn)
-func helperMain(args []string) int {
-	switch args[0] {
-	case "env":
-		fmt.Printf("token=%s\nkey=%s\n", os.Getenv("FENCEDLOCK_TOKEN"), os.Getenv("FENCEDLOCK_KEY"))
-		return 0
-	case "exit":
-		n, _ := strconv.Atoi(args[1])
-		return n
-	case "kill-self":
-		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-		select {} // the signal ends the process
-	case "block":
-		if len(args) > 2 && args[2] == "stubborn" {
-			signal.Ignore(syscall.SIGTERM)
-		}
-		tmp := args[1] + ".tmp" // written whole, then renamed: the test never reads half a pid
-		if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := os.Rename(tmp, args[1]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		time.Sleep(30 * time.Second) // the workload: the test expects it to be stopped long before
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "helper: unknown mode %q\n", args[0])
-	return 1
 }
 
 // helper returns the argv that runs the test binary as helperMain.
@@ -214,5 +178,24 @@ func blockingChild(t *testing.T, stubborn bool) ([]string, func() int) {
 	}
 }
 
-// gone reports whether no process has pid any more.
-func gone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+// gone reports whether no process has pid any more, or only its zombie (a
+// process whose parent died is reaped by whoever adopted it, in its own time).
+func gone(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	return procState(pid) == 'Z'
+}
+
+// procState is the state letter of pid in /proc (R, S, T, Z, ...), or 0.
+func procState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // after the command name, which may hold ')'
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}

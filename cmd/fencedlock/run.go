@@ -19,31 +19,71 @@ const runHeader = `Usage: fencedlock run --nodes ADDRS --key KEY [flags] -- COMM
 
 Acquire KEY on a majority of the nodes, run COMMAND while holding it, then
 release it. The lock is extended at about a third of --ttl while COMMAND
-runs; if fencedlock dies, the lock expires --ttl later (and, on Linux,
-COMMAND is killed: it must not run on without the lock). COMMAND gets
-FENCEDLOCK_TOKEN (the fencing token: pass it to the storage you write to) and
-FENCEDLOCK_KEY in its environment.
+runs. COMMAND gets FENCEDLOCK_TOKEN (the fencing token: pass it to the
+storage you write to) and FENCEDLOCK_KEY in its environment.
 
-If the lock is lost while COMMAND runs (extensions fail, validity runs out),
-COMMAND gets SIGTERM, then SIGKILL after --grace, and fencedlock exits 70.
-SIGINT, SIGTERM and SIGHUP sent to fencedlock are passed on to COMMAND.
-COMMAND runs in its own process group, and signals go to the whole group,
-unless --foreground.
+COMMAND runs under a supervisor process (fencedlock-supervisor, a child of
+fencedlock in a process group of its own). On Linux it is a child subreaper:
+every process COMMAND starts stays below it, also one that double-forks or
+calls setsid, since an orphan is re-parented to the supervisor, not to init.
+The tree is all of them, and the lock is released only once it is gone:
+  - COMMAND exits: what it left running gets SIGTERM, then SIGKILL after
+    --grace; the exit status is COMMAND's.
+  - The lock is lost (extensions fail, validity runs out): the whole tree
+    gets SIGTERM and SIGCONT, then SIGKILL after --grace (exit 70).
+  - fencedlock dies, even by kill -9: the supervisor kills the tree with
+    SIGKILL at once. If fencedlock is stopped or frozen instead, the
+    supervisor kills the tree a tenth of --ttl before the lock's validity,
+    as fencedlock last extended it, runs out. That also bounds --grace.
+  - Ctrl-Z (SIGTSTP to fencedlock): the tree is stopped with SIGSTOP, then
+    fencedlock stops. The lock is not extended meanwhile: on fg or bg the
+    tree continues if the lock is still valid, else it was killed (exit 70).
+  - COMMAND, or an orphan the supervisor adopted, is stopped by a signal
+    fencedlock did not send: SIGTTIN or SIGTTOU (it used the terminal from
+    the background: use --foreground), SIGSTOP or SIGTSTP from someone
+    else. A stopped command must not hold the lock: the tree is stopped as
+    on a lost lock, and the exit status is 128+n.
+What escapes: processes started outside the tree on COMMAND's behalf (by a
+service manager such as systemd-run, by cron or at, by a container runtime,
+by ssh on another host, by any server COMMAND asks); the tree below COMMAND
+if the supervisor itself is killed (COMMAND dies with it and, unless
+--foreground, so does its process group; the rest runs on); on systems other
+than Linux, every process that leaves COMMAND's process group. A process deeper in the tree that stops
+while its parent lives (a pipeline stage reading the terminal) is reported
+to that parent, not to fencedlock: the tree then holds the lock until it
+ends.
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to fencedlock are passed on to
+COMMAND's process group. COMMAND runs in a group of its own unless
+--foreground: then it stays in fencedlock's group so that it can use the
+terminal, signals are passed on to COMMAND alone, a Ctrl-C or Ctrl-\ that
+the terminal sent to the group is not passed on a second time, Ctrl-Z gives
+that group a second to stop by itself (to restore the screen), and fg
+continues it before fencedlock can check the lock.
 `
 
 const runFooter = `Exit status:
   COMMAND's status  the lock was held until COMMAND ended (killed by signal n: 128+n)
+  1                 the supervisor process died (what COMMAND started may run on)
   2                 bad usage
   69                too few nodes answered to acquire the lock (the message names them)
   70                the lock was lost while COMMAND ran, which was then stopped
                     (whatever COMMAND's own status; the message gives it)
   75                the lock is held by someone else (also when --wait ran out)
   126, 127          COMMAND could not be started, or was not found
-  128+n             fencedlock got signal n while waiting for the lock
+  128+n             fencedlock got signal n while waiting for the lock, or COMMAND
+                    was stopped by signal n (149: SIGTTIN) and then killed
 `
 
+// The backoff of --wait: a release wakes a waiter at once (pub/sub); the
+// backoff is only the net for a wake-up that never comes.
+const (
+	retryBase = 16 * time.Millisecond
+	retryCap  = 512 * time.Millisecond
+)
+
 // forwarded are the signals passed on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 type runFlags struct {
 	nodeFlags
@@ -60,8 +100,8 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	f.register(c.fs)
 	c.fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lock time-to-live; extended while COMMAND runs")
 	c.fs.DurationVar(&f.wait, "wait", 0, "wait up to this long for the lock (default 0: one attempt, exit 75 if held)")
-	c.fs.DurationVar(&f.grace, "grace", 5*time.Second, "after SIGTERM on a lost lock, wait this long before SIGKILL")
-	c.fs.BoolVar(&f.foreground, "foreground", false, "keep COMMAND in fencedlock's process group, so it can read the terminal; signals then reach COMMAND only")
+	c.fs.DurationVar(&f.grace, "grace", 5*time.Second, "after SIGTERM to the tree, wait this long before SIGKILL")
+	c.fs.BoolVar(&f.foreground, "foreground", false, "keep COMMAND in fencedlock's process group, so it can use the terminal; signals then reach COMMAND only")
 	if code, ok := c.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -81,14 +121,11 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	stdout, stderr = syncWriters(stdout, stderr)
 
-	if _, err := exec.LookPath(argv[0]); err != nil { // fail before taking the lock
+	path, err := exec.LookPath(argv[0])
+	if err != nil { // fail before taking the lock
 		fmt.Fprintf(stderr, "fencedlock: %v\n", err)
 		return startFailure(err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.SysProcAttr = childAttr(!f.foreground)
-	cmd.WaitDelay = max(f.grace, time.Second) // output pipes held open by grandchildren
 
 	// Registered before the lock is taken, so no signal is lost in between.
 	sigs := make(chan os.Signal, 8)
@@ -98,7 +135,9 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	clients := dial(opts)
 	defer closeAll(clients)
 	log := &nodeLog{}
-	locks, err := redlock.New(universal(clients), redlock.WithObserver(log))
+	extended := make(chan struct{}, 1)
+	locks, err := redlock.New(universal(clients), redlock.WithObserver(&runObserver{nodeLog: log, extended: extended}),
+		redlock.WithRetry(redlock.ExponentialBackoff(retryBase, retryCap)))
 	if err != nil {
 		return c.fail(stderr, "%v", err)
 	}
@@ -108,8 +147,23 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if l == nil {
 		return code
 	}
-	r := runner{cmd: cmd, lock: l, grace: f.grace, group: !f.foreground, log: log, addrs: addrsOf(opts), stderr: stderr}
+	r := runner{lock: l, path: path, argv: argv, ttl: f.ttl, grace: f.grace, foreground: f.foreground, extended: extended,
+		log: log, addrs: addrsOf(opts), stdout: stdout, stderr: stderr}
 	return r.run(ctx, sigs)
+}
+
+// runObserver tells the runner when the lock was extended, so that it can
+// pass the new end of validity to the supervisor.
+type runObserver struct {
+	*nodeLog
+	extended chan struct{} // buffered: one pending value is enough
+}
+
+func (o *runObserver) Extended(string, uint64) {
+	select {
+	case o.extended <- struct{}{}:
+	default:
+	}
 }
 
 // acquire takes the lock (waiting up to f.wait). On failure it returns nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -133,56 +135,146 @@ func TestRunHeldElsewhere(t *testing.T) {
 	}
 }
 
+// TestRunWaitsForRelease: a waiting `run` is woken by the holder's release,
+// not by its backoff. The bound is an eighth of the backoff's cap: once a
+// waiter's backoff reached the cap it sleeps a random time up to the cap, and
+// polling alone takes the lock within cap/8 of a release only about a quarter
+// of the time (length-biased residual of a uniform sleep: (2b·cap-b²)/cap²),
+// so in all of handOvers rounds with probability below 1e-3. The silent case
+// releases without the announcement and shows the bound fails on polling.
 func TestRunWaitsForRelease(t *testing.T) {
 	c := newCluster(t, 3)
-	const key = "job:wait"
+	bound := retryCap / 8
+	const handOvers = 5 // 0.234^5 < 1e-3
+	// The wake-up costs a pub/sub message and one attempt; a machine on which
+	// an attempt alone is near the bound cannot tell a wake from a poll.
+	if rtt := attemptLatency(t, c); 4*rtt > bound {
+		t.Skipf("an attempt takes %v here: too slow to tell a wake-up within %v from a poll", rtt, bound)
+	}
+	cases := []struct {
+		name   string
+		silent bool // release with a bare compare-and-delete: no announcement
+	}{
+		{"announced release wakes it", false},
+		{"silent release: polling alone misses the bound", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "job:wait:" + tc.name
+			var slowest time.Duration
+			for range handOvers {
+				slowest = max(slowest, handOver(t, c, key, tc.silent))
+			}
+			t.Logf("slowest of %d hand-overs: %v (bound %v)", handOvers, slowest, bound)
+			if !tc.silent && slowest >= bound {
+				t.Errorf("took the lock %v after a release, want < %v: the release did not wake it", slowest, bound)
+			}
+			if tc.silent && slowest < bound {
+				t.Errorf("without the announcement every hand-over still took < %v: the bound does not tell a wake-up from polling", bound)
+			}
+		})
+	}
+}
+
+// handOver holds key, starts a waiting `run`, lets its backoff reach the cap,
+// releases, and returns how long the waiter took to take the lock.
+func handOver(t *testing.T, c *cluster, key string, silent bool) time.Duration {
+	t.Helper()
 	held, err := c.locker(t).TryLock(t.Context(), key, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := start(t.Context(), runArgs(c, key, []string{"--wait", "10s"}, helper(t, "env"))...)
-	// A waiter subscribes to the release announcements: then it is waiting.
-	waitFor(t, 5*time.Second, "the waiter to subscribe", func() bool {
+	calls := scriptCalls(t, c)
+	ch := start(t.Context(), runArgs(c, key, []string{"--wait", "30s"}, helper(t, "exit", "0"))...)
+	// First attempt, then one per backoff: the 7th comes after the 6th
+	// backoff, whose ceiling is base·2^5 = the cap; every later one is the cap.
+	waitFor(t, 20*time.Second, "the waiter's backoff to reach its cap", func() bool { return scriptCalls(t, c)-calls >= 7 })
+	released := time.Now()
+	if silent {
 		for _, r := range c.rdbs {
-			if len(r.PubSubChannels(t.Context(), "*").Val()) > 0 {
-				return true
+			if err := r.Eval(t.Context(), "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end",
+				[]string{key}, held.Value()).Err(); err != nil && err != redis.Nil {
+				t.Fatal(err)
 			}
 		}
-		return false
-	})
-	released := time.Now()
-	if err := held.Unlock(t.Context()); err != nil {
+	} else if err := held.Unlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, 10*time.Second)
-	if r.code != 0 {
+	waitFor(t, 20*time.Second, "the waiter to take the lock", func() bool { return c.fence(t, 0, key) > held.Token() })
+	took := time.Since(released)
+	if r := await(t, ch, 20*time.Second); r.code != 0 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if got := tokenOf(t, r.stdout); got <= held.Token() {
-		t.Errorf("token %d after the holder's %d", got, held.Token())
+	return took
+}
+
+// scriptCalls counts the scripts node 0 ran (one per attempt of a waiter).
+func scriptCalls(t *testing.T, c *cluster) int {
+	t.Helper()
+	info, err := c.rdbs[0].Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d := time.Since(released); d > 3*time.Second {
-		t.Errorf("took the lock %v after the release: the release did not wake it", d)
+	n := 0
+	for line := range strings.Lines(info) {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if v, ok := strings.CutPrefix(line, cmd); ok {
+				calls, _, _ := strings.Cut(v, ",")
+				k, _ := strconv.Atoi(calls)
+				n += k
+			}
+		}
 	}
+	return n
+}
+
+// attemptLatency is the best of a few TryLock+Unlock round trips here.
+func attemptLatency(t *testing.T, c *cluster) time.Duration {
+	t.Helper()
+	l := c.locker(t)
+	best := time.Hour
+	for range 5 {
+		start := time.Now()
+		h, err := l.TryLock(t.Context(), "job:wait:probe", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = h.Unlock(t.Context())
+		best = min(best, time.Since(start))
+	}
+	return best
 }
 
 func TestRunLockLost(t *testing.T) {
 	cases := []struct {
 		name     string
 		stubborn bool // the child ignores SIGTERM
+		tree     bool // the command has a child and a daemon of its own
 		grace    time.Duration
 		msg      string
 	}{
-		{"child stops on SIGTERM", false, 5 * time.Second, "lost while the command ran"},
-		{"SIGKILL after grace", true, 300 * time.Millisecond, "SIGKILL"},
+		{"child stops on SIGTERM", false, false, 5 * time.Second, "lost while the command ran"},
+		{"SIGKILL after grace", true, false, 300 * time.Millisecond, "SIGKILL"},
+		{"the whole tree is stopped", false, true, 5 * time.Second, "lost while the command ran"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, 3)
 			argv, started := blockingChild(t, tc.stubborn)
-			flags := []string{"--ttl", "1s", "--grace", tc.grace.String()}
+			dir := t.TempDir()
+			if tc.tree {
+				argv = helper(t, "tree", dir)
+			}
+			// A node call gets ttl/20: on a loaded machine, less risks losing the
+			// lock before the command runs.
+			flags := []string{"--ttl", "3s", "--grace", tc.grace.String()}
 			ch := start(t.Context(), runArgs(c, "job:lost", flags, argv)...)
-			pid := started()
+			var pids []int
+			if tc.tree {
+				pids = startedTree(t, dir).pids()
+			} else {
+				pids = []int{started()}
+			}
 			killed := time.Now()
 			_ = c.procs[0].Kill()
 			_ = c.procs[1].Kill()
@@ -191,7 +283,7 @@ func TestRunLockLost(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %q", r.code, exitLockLost, r.stderr)
 			}
 			// ttl/3 to the failing extension, then the grace period.
-			if d := time.Since(killed); d > tc.grace+3*time.Second {
+			if d := time.Since(killed); d > tc.grace+4*time.Second {
 				t.Errorf("the command was stopped %v after the nodes died", d)
 			}
 			for _, want := range []string{tc.msg, c.procs[0].Addr()} {
@@ -199,8 +291,10 @@ func TestRunLockLost(t *testing.T) {
 					t.Errorf("stderr %q lacks %q", r.stderr, want)
 				}
 			}
-			if !gone(pid) {
-				t.Errorf("the command (pid %d) still runs", pid)
+			for _, pid := range pids {
+				if !gone(pid) {
+					t.Errorf("process %d of the command still runs", pid)
+				}
 			}
 		})
 	}

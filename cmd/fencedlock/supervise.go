@@ -8,116 +8,218 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// runner runs the command under the lock.
+// runner runs the command under the lock, through the supervisor process
+// (supervisor.go), which sees and stops COMMAND's whole tree.
 type runner struct {
-	cmd    *exec.Cmd
-	lock   *redlock.Lock
-	grace  time.Duration
-	group  bool // signal the command's process group, not just the command
-	log    *nodeLog
-	addrs  []string
-	stderr io.Writer
+	lock       *redlock.Lock
+	path       string   // COMMAND, as found on PATH
+	argv       []string // COMMAND and its arguments, as given
+	ttl        time.Duration
+	grace      time.Duration
+	foreground bool
+	extended   <-chan struct{} // a value after each extension of the lock
+	log        *nodeLog
+	addrs      []string
+	stdout     io.Writer
+	stderr     io.Writer
+
+	sup     *supervised
+	cmdPid  int
+	status  int            // COMMAND's, once it ended
+	ended   bool           // COMMAND ended
+	lost    bool           // the lock was lost while the tree ran
+	stopSig int            // a signal that stopped COMMAND, which fencedlock did not send
+	cont    chan os.Signal // SIGCONT: fencedlock was continued
 }
 
-// run starts the command, stops it if the lock is lost or ctx ends, passes
-// signals on, and returns the exit status once the command ended and the
-// lock was released.
-func (r *runner) run(ctx context.Context, sigs <-chan os.Signal) int {
+// run starts the command, stops its tree if the lock is lost or ctx ends,
+// passes signals on, and returns the exit status once the tree is gone and
+// the lock was released.
+func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	l := r.lock
-	r.cmd.Env = append(os.Environ(),
+	signal.Notify(sigs, syscall.SIGTSTP) // Ctrl-Z
+	r.cont = make(chan os.Signal, 1)
+	signal.Notify(r.cont, syscall.SIGCONT) // fg, bg
+	defer signal.Stop(r.cont)
+	r.log.reset() // from here on, node errors explain a lost lock
+	env := append(os.Environ(),
 		"FENCEDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"FENCEDLOCK_KEY="+l.Key())
-	r.log.reset() // from here on, node errors explain a lost lock
-	if err := r.cmd.Start(); err != nil {
+	sup, err := startSupervisor(r.path, r.argv, env, r.foreground, r.deadlineOf(), r.stdout, r.stderr, r.grace)
+	if err == nil {
+		err = sup.started()
+	}
+	if err != nil {
 		unlock(l, r.stderr)
 		fmt.Fprintf(r.stderr, "fencedlock: %v\n", err)
 		return startFailure(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = r.cmd.Wait(); close(exited) }() // cmd.ProcessState tells the status
+	r.sup, r.cmdPid = sup, sup.pid
+	defer sup.wait()
 
 	var (
-		lost     = l.Done() // nil once seen closed
-		wasLost  bool
-		done     = ctx.Done()
-		killTick <-chan time.Time
-		kill     *time.Timer
+		lost       = l.Done() // nil once seen closed
+		done       = ctx.Done()
+		suspending <-chan time.Time
 	)
-	stop := func() { // SIGTERM now, SIGKILL after the grace period
-		r.signal(syscall.SIGTERM)
-		if kill == nil {
-			kill = time.NewTimer(r.grace)
-			killTick = kill.C
-		}
-	}
-	defer func() {
-		if kill != nil {
-			kill.Stop()
-		}
-	}()
-	for exited != nil {
+	for {
 		select {
-		case <-exited:
-			exited = nil
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				r.signal(s)
+		case e, ok := <-sup.events:
+			if !ok {
+				return r.finish()
 			}
+			if e.verb == "suspended" && suspending != nil {
+				suspending = nil
+				r.stopSelf()
+				continue
+			}
+			r.event(e, suspending != nil)
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGTSTP:
+				if suspending == nil {
+					sup.send("suspend")
+					suspending = time.After(suspendWait)
+				}
+			case syscall.SIGINT, syscall.SIGQUIT:
+				if !r.foreground || !terminalForeground() {
+					sup.send("signal %d", signum(sig))
+				} // else the terminal sent it to COMMAND's group (ours) already
+			default:
+				sup.send("signal %d", signum(sig))
+			}
+		case <-suspending: // the tree did not confirm: stop anyway, the supervisor carries on
+			suspending = nil
+			r.stopSelf()
 		case <-lost:
-			lost, wasLost = nil, true
+			lost = nil
+			r.lost = true
 			why := ""
 			if failed := r.log.failed(r.addrs); len(failed) > 0 {
 				why = " (" + strings.Join(failed, "; ") + ")"
 			}
 			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) lost while the command ran%s; stopping it: SIGTERM, SIGKILL after %v\n",
 				l.Key(), l.Token(), why, r.grace)
-			stop()
+			sup.send("stop %d", r.grace)
 		case <-done:
 			done = nil
-			stop()
-		case <-killTick:
-			killTick = nil
-			fmt.Fprintf(r.stderr, "fencedlock: command still running %v after SIGTERM: SIGKILL\n", r.grace)
-			r.signal(syscall.SIGKILL)
+			sup.send("stop %d", r.grace)
+		case <-r.extended:
+			sup.send("deadline %d", r.deadlineOf())
 		}
 	}
-	status := exitStatus(r.cmd.ProcessState)
-	if !wasLost {
+}
+
+// suspendWait bounds how long Ctrl-Z waits for the tree to stop before
+// fencedlock stops itself (the supervisor goes on stopping it).
+const suspendWait = 2 * time.Second
+
+// event handles one report of the supervisor.
+func (r *runner) event(e supEvent, suspending bool) {
+	l := r.lock
+	switch e.verb {
+	case "exited":
+		r.ended = true
+		r.status = exitStatus(syscall.WaitStatus(e.a))
+		r.sup.send("stop %d", r.grace) // what COMMAND left behind, if anything
+	case "leftovers":
+		if e.a > 0 {
+			fmt.Fprintf(r.stderr, "fencedlock: the command ended but left %d processes running; stopping them: SIGTERM, SIGKILL after %v\n",
+				e.a, r.grace)
+		}
+	case "stopped":
+		if suspending || r.lost || r.ended || r.stopSig != 0 { // being stopped already
+			return
+		}
+		r.stopSig = int(e.b)
+		sig := syscall.Signal(e.b)
+		hint := ""
+		if sig == syscall.SIGTTIN || sig == syscall.SIGTTOU {
+			hint = " (it used the terminal from the background: run it with --foreground)"
+		}
+		fmt.Fprintf(r.stderr, "fencedlock: command process %d stopped by %s%s; a stopped command must not hold lock %q: stopping it: SIGTERM, SIGKILL after %v\n",
+			e.a, signame(sig), hint, l.Key(), r.grace)
+		r.sup.send("stop %d", r.grace)
+	case "killed":
+		if e.arg == "deadline" {
+			r.lost = true
+			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) ran out of validity: the command was killed (SIGKILL)\n", l.Key(), l.Token())
+		} else {
+			fmt.Fprintf(r.stderr, "fencedlock: command still running %v after SIGTERM: SIGKILL\n", r.grace)
+		}
+	}
+}
+
+// stopSelf stops fencedlock (Ctrl-Z), once the tree is stopped. While it is
+// stopped the lock is not extended; when it is continued (fg, bg) it resumes
+// the tree only if the lock is still valid, else it has the tree killed.
+func (r *runner) stopSelf() {
+	for len(r.cont) > 0 { // an old SIGCONT, from before this stop
+		<-r.cont
+	}
+	// Any thread may take the signal: kill can return before the process
+	// stops. The SIGCONT that follows the stop says it was continued.
+	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	<-r.cont
+	l := r.lock
+	select {
+	case <-l.Done():
+	default:
+		if time.Until(l.Until()) > r.ttl/10 { // see deadlineOf
+			r.sup.send("deadline %d", r.deadlineOf())
+			r.sup.send("resume")
+			return
+		}
+	}
+	if !r.lost {
+		r.lost = true
+		fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) expired while stopped: killing the command (SIGKILL)\n", l.Key(), l.Token())
+	}
+	r.sup.send("kill")
+}
+
+// finish releases the lock once the supervisor is gone, and returns the
+// exit status.
+func (r *runner) finish() int {
+	l := r.lock
+	if !r.sup.empty {
+		fmt.Fprintf(r.stderr, "fencedlock: the supervisor process died: what the command started may still run\n")
+		if !r.foreground && r.cmdPid > 0 {
+			_ = syscall.Kill(-r.cmdPid, syscall.SIGKILL)
+		}
+		unlock(l, r.stderr)
+		return exitFailure
+	}
+	if !r.lost {
 		select {
-		case <-lost: // the lock ended just as the command did
-			wasLost = true
+		case <-l.Done(): // the lock ended just as the tree did
+			r.lost = true
 		default:
 		}
 	}
-	if wasLost {
-		if r.group {
-			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL) // what the command left behind
-		}
+	if r.lost {
 		_ = release(l) // clears what is left on the nodes; ErrLockLost is expected
 		fmt.Fprintf(r.stderr, "fencedlock: command ended (%s) after lock %q was lost: exit status %d\n",
-			r.cmd.ProcessState, l.Key(), exitLockLost)
+			describeStatus(r.status, r.ended), l.Key(), exitLockLost)
 		return exitLockLost
 	}
 	unlock(l, r.stderr)
-	return status
-}
-
-// signal sends sig to the command (its process group unless --foreground).
-func (r *runner) signal(sig syscall.Signal) {
-	if r.group {
-		_ = syscall.Kill(-r.cmd.Process.Pid, sig)
-		return
+	if r.stopSig != 0 {
+		return 128 + r.stopSig
 	}
-	_ = r.cmd.Process.Signal(sig)
+	return r.status
 }
 
 // unlock releases l; a failure is reported, not fatal: the TTL cleans up.
@@ -135,16 +237,32 @@ func release(l *redlock.Lock) error {
 	return l.Unlock(ctx)
 }
 
-// exitStatus is a shell's $? for a finished process: 128+n when signal n
-// killed it.
-func exitStatus(ps *os.ProcessState) int {
-	if ps == nil {
-		return exitFailure
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// exitStatus is a shell's $? for a wait status: 128+n when signal n killed
+// the process.
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
+}
+
+// describeStatus says how COMMAND ended, for messages.
+func describeStatus(status int, ended bool) string {
+	switch {
+	case !ended:
+		return "its end not seen"
+	case status > 128:
+		return "signal: " + signame(syscall.Signal(status-128))
+	}
+	return "exit status " + strconv.Itoa(status)
+}
+
+// deadlineOf is when the supervisor kills the tree unless fencedlock has
+// extended the lock by then: a tenth of the TTL before its validity ends (a
+// head start for the kill), on the boot clock, which the supervisor shares.
+// The lock is extended at about a third of the TTL.
+func (r *runner) deadlineOf() int64 {
+	return int64(bootNow() + time.Until(r.lock.Until()) - r.ttl/10)
 }
 
 func startFailure(err error) int {
@@ -184,4 +302,26 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
+}
+
+// signame is "SIGTERM" for SIGTERM.
+func signame(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}
+
+// terminalForeground reports whether fencedlock's process group is the
+// foreground group of its terminal. Then a SIGINT or SIGQUIT it gets came
+// from the keyboard, which sends it to the whole group: with --foreground,
+// COMMAND got it already.
+func terminalForeground() bool {
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	defer tty.Close()
+	pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
 }

@@ -71,3 +71,19 @@ func TestHelp(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHelpSaysWhatIsStopped: `run --help` says which processes are stopped
+// when the lock is lost, and which could escape.
+func TestRunHelpSaysWhatIsStopped(t *testing.T) {
+	r := call(t.Context(), "run", "--help")
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	for _, want := range []string{
+		"child subreaper", "double-forks or calls setsid", "the whole tree gets SIGTERM and SIGCONT, then SIGKILL after --grace",
+		"fencedlock dies, even by kill -9", "Ctrl-Z", "SIGTTIN", "What escapes:", "if the supervisor itself is killed",
+		"every process that leaves COMMAND's process group", "is not passed on a second time",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+}

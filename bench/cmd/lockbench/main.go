@@ -7,7 +7,9 @@
 //
 // Without --nodes it starts 5 local redis-server processes on free loopback
 // ports (redis-server must be on PATH) and stops them at the end; the paused
-// scenario needs those, since it stops one with SIGSTOP. Exit status: 0 when
+// scenario needs those, since it stops one with SIGSTOP, and so does the
+// multiclient scenario's second phase, which kills one (and restarts it
+// after). Exit status: 0 when
 // the run completed (whether or not the targets were met), 1 when it failed,
 // 2 on bad usage.
 package main
@@ -25,6 +27,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,24 +40,26 @@ import (
 const ownNodes = 5
 
 type options struct {
-	nodes       []string
-	scenarios   []string
-	libs        []string
-	duration    time.Duration
-	warmup      time.Duration
-	ops         int64
-	rounds      int
-	goroutines  int
-	waiters     int
-	hold        time.Duration
-	ttl         time.Duration
-	nodeTimeout time.Duration
-	retryDelay  time.Duration
-	jsonPath    string
-	svgPath     string
-	cpuProfile  string
-	memProfile  string
-	quiet       bool
+	nodes            []string
+	scenarios        []string
+	libs             []string
+	duration         time.Duration
+	warmup           time.Duration
+	ops              int64
+	rounds           int
+	goroutines       int
+	waiters          int
+	clients          int
+	clientGoroutines int
+	hold             time.Duration
+	ttl              time.Duration
+	nodeTimeout      time.Duration
+	retryDelay       time.Duration
+	jsonPath         string
+	svgPath          string
+	cpuProfile       string
+	memProfile       string
+	quiet            bool
 }
 
 func main() {
@@ -72,16 +77,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	scenarios := fs.String("scenarios", strings.Join(allScenarios(), ","), "scenarios to run")
 	libs := fs.String("libs", strings.Join([]string{contender.Fencedlock, contender.Redsync, contender.Redislock, contender.Raw}, ","),
 		"libraries to compare (also: "+contender.RedsyncFailFast+", which the paused scenario adds whenever redsync runs)")
-	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per library per scenario")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per library per scenario (per phase in paused and multiclient)")
 	fs.DurationVar(&o.warmup, "warmup", 200*time.Millisecond, "unmeasured warm-up per library per scenario (dials, script loads)")
-	fs.IntVar(&o.rounds, "rounds", 2, "serial, parallel, onekey: split --duration into this many rounds, the libraries taking turns")
+	fs.IntVar(&o.rounds, "rounds", 2, "serial, parallel, onekey, multiclient (each phase): split --duration into this many rounds, the libraries taking turns")
 	fs.Int64Var(&o.ops, "ops", 0, "stop a measurement after this many operations, if before --duration (0: no limit)")
 	fs.IntVar(&o.goroutines, "goroutines", 64, "parallel scenario: goroutines, each on its own key")
 	fs.IntVar(&o.waiters, "waiters", 16, "onekey scenario: goroutines contending for one key")
-	fs.DurationVar(&o.hold, "hold", time.Millisecond, "onekey scenario: how long each acquisition holds the lock")
+	fs.IntVar(&o.clients, "clients", 8, "multiclient scenario: separate instances of each library (own go-redis clients, as separate processes)")
+	fs.IntVar(&o.clientGoroutines, "client-goroutines", 2, "multiclient scenario: goroutines per instance, all on one key")
+	fs.DurationVar(&o.hold, "hold", time.Millisecond, "onekey and multiclient scenarios: how long each acquisition holds the lock")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "lock TTL for every library")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 50*time.Millisecond,
-		"paused scenario: per-node timeout for fencedlock (WithNodeTimeout) and redsync (WithTimeoutFactor(node-timeout/ttl)),\n"+
+		"paused and multiclient scenarios: per-node timeout for fencedlock (WithNodeTimeout) and redsync (WithTimeoutFactor(node-timeout/ttl)),\n"+
 			"and the deadline on redsync's Unlock and each raw call (elsewhere each library keeps its default, ttl/20)")
 	fs.DurationVar(&o.retryDelay, "redislock-retry", 10*time.Millisecond, "redislock's LinearBackoff in the onekey scenario")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
@@ -111,8 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.duration <= 0, o.warmup < 0, o.ops < 0:
 		return o, errors.New("--duration must be > 0, --warmup and --ops ≥ 0")
-	case o.goroutines < 1 || o.waiters < 1 || o.rounds < 1:
-		return o, errors.New("--goroutines, --waiters and --rounds must be ≥ 1")
+	case o.goroutines < 1 || o.waiters < 1 || o.rounds < 1 || o.clients < 1 || o.clientGoroutines < 1:
+		return o, errors.New("--goroutines, --waiters, --clients, --client-goroutines and --rounds must be ≥ 1")
 	case o.hold < 0 || o.ttl <= 0 || o.nodeTimeout <= 0 || o.retryDelay <= 0:
 		return o, errors.New("--ttl, --node-timeout and --redislock-retry must be > 0, --hold ≥ 0")
 	case o.nodeTimeout >= o.ttl:
@@ -171,6 +178,13 @@ func bench(ctx context.Context, o options, stderr io.Writer) (_ *Report, err err
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}
 	}}
+	rl := new(redisLog)
+	redis.SetLogger(rl)
+	defer func() {
+		if n, first := rl.summary(); n > 0 {
+			e.log("go-redis logged %d lines, the first: %s", n, strings.TrimSpace(first))
+		}
+	}()
 	if len(e.addrs) == 0 {
 		procs, err := redisproc.StartN(ctx, ownNodes, redisproc.Config{})
 		if err != nil {
@@ -196,8 +210,9 @@ func bench(ctx context.Context, o options, stderr io.Writer) (_ *Report, err err
 		Settings: Settings{
 			Scenarios: o.scenarios, Libraries: o.libs,
 			Duration: o.duration.String(), Warmup: o.warmup.String(), Ops: o.ops, Rounds: o.rounds,
-			Goroutines: o.goroutines, Waiters: o.waiters, Hold: o.hold.String(),
-			TTL: o.ttl.String(), NodeTimeout: o.nodeTimeout.String(), RetryDelay: o.retryDelay.String(),
+			Goroutines: o.goroutines, Waiters: o.waiters, Clients: o.clients, ClientGoroutines: o.clientGoroutines,
+			Hold: o.hold.String(),
+			TTL:  o.ttl.String(), NodeTimeout: o.nodeTimeout.String(), RetryDelay: o.retryDelay.String(),
 			RedsyncTries: contender.Config{}.Defaults().RedsyncTries, RedsyncFactor: float64(o.nodeTimeout) / float64(o.ttl),
 		},
 	}
@@ -214,6 +229,29 @@ func bench(ctx context.Context, o options, stderr io.Writer) (_ *Report, err err
 	}
 	rep.computeRatios()
 	return rep, nil
+}
+
+// redisLog takes go-redis's own log lines off stderr — with a node killed,
+// every client logs each failed dial to it — and keeps a count and the first,
+// for one line at the end. What the libraries return is in the table.
+type redisLog struct {
+	mu    sync.Mutex // protects n, first
+	n     int
+	first string
+}
+
+func (l *redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n++; l.n == 1 {
+		l.first = fmt.Sprintf(format, v...)
+	}
+}
+
+func (l *redisLog) summary() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n, l.first
 }
 
 // machine describes the host and the Redis nodes.

@@ -64,8 +64,9 @@ type phaseResult struct {
 }
 
 // runPhase runs body on every worker: first for warmup (discarded: it dials
-// connections and loads scripts), then measured for d.
-func runPhase(ctx context.Context, l contender.Locker, workers []*worker, warmup, d time.Duration, budget int64, body loop) phaseResult {
+// connections and loads scripts), then measured for d. counts reports what
+// the library (all its instances) sent so far.
+func runPhase(ctx context.Context, counts func() contender.Counts, workers []*worker, warmup, d time.Duration, budget int64, body loop) phaseResult {
 	if warmup > 0 {
 		runWorkers(ctx, workers, &limit{ctx: ctx, deadline: time.Now().Add(warmup)}, body)
 	}
@@ -74,14 +75,14 @@ func runPhase(ctx context.Context, l contender.Locker, workers []*worker, warmup
 		w.ops, w.errs, w.stuck, w.longst, w.first = 0, 0, 0, 0, nil
 	}
 	runtime.GC()
-	sent := l.Counts()
+	sent := counts()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	runWorkers(ctx, workers, &limit{ctx: ctx, deadline: start.Add(d), budget: budget}, body)
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	sent = l.Counts().Sub(sent)
+	sent = counts().Sub(sent)
 
 	r := phaseResult{
 		elapsed: elapsed,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,20 +35,22 @@ type Machine struct {
 
 // Settings are the flags that shaped the run.
 type Settings struct {
-	Scenarios     []string `json:"scenarios"`
-	Libraries     []string `json:"libraries"`
-	Duration      string   `json:"duration"`
-	Warmup        string   `json:"warmup"`
-	Ops           int64    `json:"ops,omitempty"`
-	Rounds        int      `json:"rounds"`
-	Goroutines    int      `json:"goroutines"`
-	Waiters       int      `json:"waiters"`
-	Hold          string   `json:"hold"`
-	TTL           string   `json:"ttl"`
-	NodeTimeout   string   `json:"node_timeout"`
-	RetryDelay    string   `json:"redislock_retry_delay"`
-	RedsyncTries  int      `json:"redsync_tries"`
-	RedsyncFactor float64  `json:"redsync_paused_timeout_factor"`
+	Scenarios        []string `json:"scenarios"`
+	Libraries        []string `json:"libraries"`
+	Duration         string   `json:"duration"`
+	Warmup           string   `json:"warmup"`
+	Ops              int64    `json:"ops,omitempty"`
+	Rounds           int      `json:"rounds"`
+	Goroutines       int      `json:"goroutines"`
+	Waiters          int      `json:"waiters"`
+	Clients          int      `json:"clients"`
+	ClientGoroutines int      `json:"client_goroutines"`
+	Hold             string   `json:"hold"`
+	TTL              string   `json:"ttl"`
+	NodeTimeout      string   `json:"node_timeout"`
+	RetryDelay       string   `json:"redislock_retry_delay"`
+	RedsyncTries     int      `json:"redsync_tries"`
+	RedsyncFactor    float64  `json:"redsync_paused_timeout_factor"`
 }
 
 // Ratio is one target of the performance issue, measured side by side.
@@ -110,6 +113,23 @@ func (rep *Report) computeRatios() {
 	add("paused p50 / healthy p50: fencedlock", side{scPaused, fl, p50}, side{scPausedBase, fl, p50}, true, 1.5,
 		"healthy = paused-base: same client, same settings, all nodes up")
 	add("serial allocs/op: fencedlock / redsync", side{scSerial, fl, allocs}, side{scSerial, rs, allocs}, true, 1, "")
+	add("multiclient acq/s: fencedlock / redsync", side{scMultiClient, fl, rate}, side{scMultiClient, rs, rate}, false, 1, "")
+	add("multiclient wait p99: fencedlock / redsync", side{scMultiClient, fl, p99}, side{scMultiClient, rs, p99}, true, 0.25,
+		rep.waitNote(scMultiClient))
+	add("multiclient-down acq/s: fencedlock / its healthy", side{scMultiClientDown, fl, rate}, side{scMultiClient, fl, rate}, false, 0.5,
+		"healthy = multiclient: same clients, same settings, all nodes up")
+	add("multiclient-down wait p99: fencedlock / redsync", side{scMultiClientDown, fl, p99}, side{scMultiClientDown, rs, p99}, true, 0.25,
+		rep.waitNote(scMultiClientDown))
+}
+
+// waitNote compares fencedlock's and redsync's longest waits in sc, and the
+// waits the end of the run cut off, which no percentile includes.
+func (rep *Report) waitNote(sc string) string {
+	a, b := rep.find(sc, contender.Fencedlock), rep.find(sc, contender.Redsync)
+	if a == nil || b == nil {
+		return ""
+	}
+	return fmt.Sprintf("max wait: fencedlock %s, redsync %s; cut off: %d, %d", fmtMs(a.MaxMs), fmtMs(b.MaxMs), a.CutOffWaits, b.CutOffWaits)
 }
 
 // printTable writes the results and the ratios as aligned text.
@@ -123,17 +143,8 @@ func (rep *Report) printTable(w io.Writer) {
 			fmtMs(r.P50Ms), fmtMs(r.P99Ms), fmtMs(r.MaxMs), r.AllocsPerOp, r.BytesPerOp, r.CmdsPerOp, r.TripsPerOp, r.Errors)
 	}
 	tw.Flush()
-	var fair []string
-	for _, r := range rep.Results {
-		if r.Scenario == scOneKey && r.PerGoroutineMin != nil {
-			fair = append(fair, fmt.Sprintf("  %-17s per-goroutine acquisitions min %d max %d; waits cut off by the end: %d (longest %s)",
-				r.Library, *r.PerGoroutineMin, *r.PerGoroutineMax, r.CutOffWaits, fmtMs(r.LongestCutOffMs)))
-		}
-	}
-	if len(fair) > 0 {
-		fmt.Fprintln(w, "\nonekey fairness:")
-		fmt.Fprintln(w, strings.Join(fair, "\n"))
-	}
+	rep.printFairness(w, scOneKey, scOneKey)
+	rep.printFairness(w, scMultiClient, scMultiClient, scMultiClientDown)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tstatus\tnote")
@@ -145,6 +156,29 @@ func (rep *Report) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, v, r.Target, r.Status, r.Note)
 	}
 	tw.Flush()
+}
+
+// printFairness lists, for the rows of scenarios scs, how the acquisitions
+// spread over the goroutines (and the instances, in multiclient).
+func (rep *Report) printFairness(w io.Writer, title string, scs ...string) {
+	var fair []string
+	for _, r := range rep.Results {
+		if !slices.Contains(scs, r.Scenario) || r.PerGoroutineMin == nil {
+			continue
+		}
+		line := "  "
+		if len(scs) > 1 {
+			line += fmt.Sprintf("%-17s ", r.Scenario)
+		}
+		line += fmt.Sprintf("%-17s per-goroutine acquisitions min %d max %d", r.Library, *r.PerGoroutineMin, *r.PerGoroutineMax)
+		if r.PerClientMin != nil {
+			line += fmt.Sprintf(", per-client (%d) min %d max %d", r.Clients, *r.PerClientMin, *r.PerClientMax)
+		}
+		fair = append(fair, line+fmt.Sprintf("; waits cut off by the end: %d (longest %s)", r.CutOffWaits, fmtMs(r.LongestCutOffMs)))
+	}
+	if len(fair) > 0 {
+		fmt.Fprintf(w, "\n%s fairness:\n%s\n", title, strings.Join(fair, "\n"))
+	}
 }
 
 func (rep *Report) writeJSON(path string) error {

@@ -7,7 +7,7 @@ import (
 
 // Result is one library in one scenario. Latencies are acquire+release for
 // serial, parallel and paused, and the wait from the Lock call to the
-// acquisition for onekey.
+// acquisition for onekey, multiclient and multiclient-down.
 type Result struct {
 	Scenario    string  `json:"scenario"`
 	Library     string  `json:"library"`
@@ -27,9 +27,13 @@ type Result struct {
 	CmdsPerOp  float64            `json:"cmds_per_op"`
 	TripsPerOp float64            `json:"round_trips_per_op"`
 	Commands   map[string]float64 `json:"commands_per_op,omitempty"`
-	// onekey only
+	// onekey, multiclient and multiclient-down only
 	PerGoroutineMin *int64       `json:"per_goroutine_min,omitempty"`
 	PerGoroutineMax *int64       `json:"per_goroutine_max,omitempty"`
+	Clients         int          `json:"clients,omitempty"`        // separate instances of the library (multiclient)
+	PerClientMin    *int64       `json:"per_client_min,omitempty"` // acquisitions per instance (multiclient)
+	PerClientMax    *int64       `json:"per_client_max,omitempty"`
+	NodesDown       int          `json:"nodes_down,omitempty"`         // killed for the whole phase (multiclient-down)
 	CutOffWaits     int64        `json:"cut_off_waits,omitempty"`      // still waiting when the run ended
 	LongestCutOffMs float64      `json:"longest_cut_off_ms,omitempty"` // the longest of those
 	CDF             [][2]float64 `json:"cdf,omitempty"`                // [wait ms, fraction ≤]
@@ -38,7 +42,9 @@ type Result struct {
 	h             *hist
 }
 
-func newResult(sc, lib string, pr phaseResult) *Result {
+// newResult summarises pr, the workers of clients instances of lib (worker g
+// on instance g/(workers/clients)), as a row of scenario sc.
+func newResult(sc, lib string, pr phaseResult, clients int) *Result {
 	if pr.perG == nil {
 		pr.perG = []int64{0}
 	}
@@ -68,15 +74,38 @@ func newResult(sc, lib string, pr phaseResult) *Result {
 			r.Commands[k] = float64(v) / float64(pr.ops)
 		}
 	}
-	if sc == scOneKey {
+	if contendedScenario(sc) {
 		lo, hi := slices.Min(pr.perG), slices.Max(pr.perG)
 		r.PerGoroutineMin, r.PerGoroutineMax = &lo, &hi
+		if sc != scOneKey {
+			lo, hi := perClient(pr.perG, clients)
+			r.Clients, r.PerClientMin, r.PerClientMax = clients, &lo, &hi
+		}
 		r.CutOffWaits, r.LongestCutOffMs = pr.stuck, ms(pr.longest)
 		for _, p := range h.cdf() {
 			r.CDF = append(r.CDF, [2]float64{ms(p.D), p.F})
 		}
 	}
 	return r
+}
+
+// perClient returns the fewest and the most acquisitions of one instance,
+// perG holding the workers of clients instances in order, an equal number
+// each.
+func perClient(perG []int64, clients int) (lo, hi int64) {
+	clients = max(1, min(clients, len(perG)))
+	per := len(perG) / clients
+	for i := range clients {
+		var n int64
+		for _, v := range perG[i*per : (i+1)*per] {
+			n += v
+		}
+		if i == 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	return lo, hi
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

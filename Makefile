@@ -1,6 +1,6 @@
 # fencedlock — the two commands of the quick start:
 #   make demo   a chaos run on locally started Redis nodes
-#   make test   vet and the race-enabled tests on real Redis nodes (and, when
+#   make test   vet, staticcheck and the race-enabled tests on real Redis nodes (and, when
 #               `docker info` works, on containers too)
 # and, with Docker:
 #   make image          build the Redis image from this machine's redis-server (no registry)
@@ -30,8 +30,12 @@ deps:
 demo: deps
 	$(GO) run ./cmd/fencedlock chaos --duration 20s --json report.json --html report.html
 
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet:
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	cd bench && $(GO) vet ./... && $(STATICCHECK) ./...
 
 test: deps vet
 	@if docker info >/dev/null 2>&1; then \
@@ -40,7 +44,7 @@ test: deps vet
 		echo "docker not available: the container tests will be skipped"; \
 	fi
 	$(GO) test -race -count=1 -timeout 15m ./...
-	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
+	cd bench && $(GO) test -race -count=1 -timeout 5m ./...
 
 build:
 	$(GO) build -o bin/fencedlock ./cmd/fencedlock

@@ -30,10 +30,8 @@ func (s *State) rebase(c *Config) {
 		nd := &s.nodes[i]
 		b = min(b, nd.counter)
 		for h := range na {
-			if sl := &nd.slots[h]; sl.acq.onWire() || sl.acq == answered {
-				if sl.acq != asked && sl.acq != askedLate && (s.attempts[h].phase == acquiring || s.attempts[h].phase == raising || sl.acq.onWire()) {
-					b = min(b, sl.counter)
-				}
+			if sl := &nd.slots[h]; sl.meaningful(&s.attempts[h]) {
+				b = min(b, sl.counter)
 			}
 		}
 	}
@@ -50,7 +48,7 @@ func (s *State) rebase(c *Config) {
 		nd := &s.nodes[i]
 		nd.counter -= d
 		for h := range na {
-			if sl := &nd.slots[h]; sl.counter != 0 {
+			if sl := &nd.slots[h]; sl.meaningful(&s.attempts[h]) {
 				sl.counter -= d
 			}
 		}

@@ -159,3 +159,23 @@ func oneOf(p Property, ps []Property) bool {
 	}
 	return false
 }
+
+// TestModelOwnershipUnderExactClocks: with exact clocks the raise's
+// ownership check is redundant (a key can only have gone after the
+// validity ran out, and then the attempt fails): every exact-clock bound
+// passes with the check left out. It matters without the timing assumption
+// (TestModelPlantedBugs). Behind -model.large: it repeats big bounds.
+func TestModelOwnershipUnderExactClocks(t *testing.T) {
+	if !*large {
+		t.Skip("-model.large")
+	}
+	for _, c := range []Config{n3Network, n3Crash, n3Expiry, n3Split, n3Timeout, n3GiveUp, n5Crash, n5Expiry} {
+		c.Variant = RaiseWithoutOwnership
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			if r := explore(t, c); r.Violation != nil {
+				t.Fatalf("%s violated", r.Violation.Property)
+			}
+		})
+	}
+}

@@ -107,6 +107,14 @@ const (
 	badDuplicate
 )
 
+// meaningful: the counter in this reply will still be read — it is on
+// its way, or waiting for the decision.
+//
+//go:norace
+func (sl *slot) meaningful(a *attempt) bool {
+	return sl.acq == replied || sl.acq == answered && (a.phase == acquiring || a.phase == raising)
+}
+
 // maxReturned is the highest token returned so far (0: none).
 //
 //go:norace
@@ -144,6 +152,12 @@ func (s *State) tidy(m *Model) {
 			sl := &nd.slots[h]
 			if sl.acq == repliedLate && !sl.granted {
 				sl.acq = timedOut // late() reads grants only
+			}
+			if !sl.meaningful(a) {
+				sl.counter = 0
+				if sl.acq == timedOut {
+					sl.granted = false
+				}
 			}
 			if sl.acq == replied && !sl.granted && a.phase == ended && !a.won {
 				sl.acq = idle // settle(abandoned, 0) of a refusal does nothing

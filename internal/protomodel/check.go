@@ -22,6 +22,19 @@ const (
 //
 //go:norace
 func (m *Model) check(s *State) Property {
+	p := m.broken(s)
+	for _, u := range m.cfg.Unchecked {
+		if p == u {
+			return ""
+		}
+	}
+	return p
+}
+
+// broken returns the first property s breaks, or "".
+//
+//go:norace
+func (m *Model) broken(s *State) Property {
 	switch s.bad {
 	case badOrder:
 		return FencingOrder

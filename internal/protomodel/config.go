@@ -104,6 +104,9 @@ type Config struct {
 	// CheckExclusion checks mutual exclusion even under AnyTiming (to show
 	// the counterexample when the timing assumption is dropped).
 	CheckExclusion bool
+	// Unchecked lists properties not to check (to find a bug's effect on
+	// another property than the one it breaks first).
+	Unchecked []Property
 	// MaxStates stops the search (0: no limit); the result says so.
 	MaxStates int
 }
@@ -153,6 +156,9 @@ func (c Config) String() string {
 	}
 	if c.Variant != Correct {
 		s += " [" + c.Variant.String() + "]"
+	}
+	if len(c.Unchecked) > 0 {
+		s += fmt.Sprintf(" unchecked=%q", c.Unchecked)
 	}
 	return s
 }

@@ -103,10 +103,12 @@ func TestModelPlantedBugs(t *testing.T) {
 		{NoRaise, n3, []Property{UniqueTokens, FencingOrder}},
 		{HealLowers, n3, []Property{UniqueTokens, FencingOrder}},
 		{AmnesiaUnhealed, n3Crash, []Property{FencingOrder, UniqueTokens}},
+		// No raise breaks the fencing order too, not only uniqueness.
+		{NoRaise, with(n3AnyTiming, func(c *Config) { c.Unchecked = []Property{UniqueTokens} }), []Property{FencingOrder}},
 		// Not one of the token's bugs: shows the grant check can fail too.
 		{LateGrantKept, n3, []Property{NoGrantLeftBehind}},
 	} {
-		t.Run(tc.bug.String(), func(t *testing.T) {
+		t.Run(tc.bound.String()+" "+tc.bug.String(), func(t *testing.T) {
 			c := tc.bound
 			c.Variant = tc.bug
 			r := explore(t, c)

@@ -4,9 +4,10 @@ import "math/bits"
 
 // The state of the whole system: nodes, clients' attempts, and every message
 // on the wire. A message lives in the slot of the (attempt, node) pair it
-// belongs to; messages are delivered in any order, delayed without bound,
-// and a lost message is one delayed past the end of the run (for safety the
-// two cannot be told apart).
+// belongs to; messages are delayed without bound and delivered in any order
+// (except a client's calls to one node, kept in order: queuedBehind), and a
+// lost message is one delayed past the end of the run (for safety the two
+// cannot be told apart).
 
 // call is where an attempt's acquire call to one node is.
 type call uint8

@@ -12,8 +12,10 @@
 // between nodes, holders that stop using the lock by Until); the token's
 // monotonicity rests only on each node's fence counter surviving, which is
 // why strict fencing wants nodes with appendonly yes and appendfsync always.
-// A node that comes back empty counts as failed; the next acquisitions that
-// reach it heal its counter. Storage that checks tokens (package fencing)
+// A node that comes back empty is tolerated only if it stays down until
+// the acquisitions in flight have decided and the other nodes already hold
+// the highest counter on a quorum; the next acquisitions that reach it heal
+// its counter. Storage that checks tokens (package fencing)
 // turns the token into safety even when the timing assumptions break.
 //
 // Start with [New], then [Client.TryLock] (one attempt), [Client.Lock]

@@ -1,0 +1,68 @@
+package protomodel
+
+// Property is one of the claims the explorer checks after every step.
+type Property string
+
+const (
+	// FencingOrder: if acquisition B started after acquisition A returned a
+	// Lock, B's token is greater than A's.
+	FencingOrder Property = "fencing order"
+	// UniqueTokens: no two Locks are returned with the same token.
+	UniqueTokens Property = "unique tokens"
+	// MutualExclusion: no two Locks are held within their validity at once
+	// (with Pause: no two Locks are held at once, validity or not).
+	MutualExclusion Property = "mutual exclusion"
+	// NoGrantLeftBehind: a key whose attempt failed or was unlocked is on
+	// its way out: a release or the acquire's reply (which releases it when
+	// it arrives) is still on the wire.
+	NoGrantLeftBehind Property = "no grant left behind"
+)
+
+// check returns the property s breaks, or "".
+//
+//go:norace
+func (m *Model) check(s *State) Property {
+	p := m.broken(s)
+	for _, u := range m.cfg.Unchecked {
+		if p == u {
+			return ""
+		}
+	}
+	return p
+}
+
+// broken returns the first property s breaks, or "".
+//
+//go:norace
+func (m *Model) broken(s *State) Property {
+	switch s.bad {
+	case badOrder:
+		return FencingOrder
+	case badDuplicate:
+		return UniqueTokens
+	}
+	c := &m.cfg
+	if c.checksExclusion() {
+		holds := 0
+		for h := range c.Clients * c.Attempts {
+			a := &s.attempts[h]
+			if a.phase == holding && (!a.expired || c.Variant == Pause) {
+				holds++
+			}
+		}
+		if holds > 1 {
+			return MutualExclusion
+		}
+	}
+	for i := range c.Nodes {
+		nd := &s.nodes[i]
+		if nd.key == 0 || s.attempts[nd.key-1].phase != ended {
+			continue
+		}
+		sl := &nd.slots[nd.key-1]
+		if !sl.release && sl.acq != replied && sl.acq != repliedLate {
+			return NoGrantLeftBehind
+		}
+	}
+	return ""
+}

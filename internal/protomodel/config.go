@@ -1,0 +1,164 @@
+package protomodel
+
+import "fmt"
+
+// Timing says what the model assumes about clocks.
+type Timing uint8
+
+const (
+	// ExactClocks: a node keeps a key at least until the validity of the
+	// attempt that set it ran out on the client's clock (bounded drift, with
+	// the bound taken as exact). Mutual exclusion is checked.
+	ExactClocks Timing = iota
+	// AnyTiming: no timing assumption at all. Any key may expire at any
+	// moment, any validity may run out at any moment (a fast node clock, a
+	// slow client clock, a paused process). Mutual exclusion is not claimed
+	// and not checked unless Config.CheckExclusion says so.
+	AnyTiming
+)
+
+//go:norace
+func (t Timing) String() string {
+	if t == AnyTiming {
+		return "any timing"
+	}
+	return "exact clocks"
+}
+
+// Variant plants one deviation from the protocol, or drops one assumption.
+type Variant uint8
+
+const (
+	Correct Variant = iota
+	// RaiseWithoutOwnership: the raise script lifts the counter and counts
+	// toward the token's quorum even where this hold's key is gone.
+	RaiseWithoutOwnership
+	// NoRaise: the token is the highest counter among the grants, whether or
+	// not a quorum of nodes has it.
+	NoRaise
+	// HealLowers: the heal sets the counter to the token (SET) instead of
+	// max(counter, token), so a late heal can lower it.
+	HealLowers
+	// AmnesiaUnhealed: a node may restart empty although, when it crashed,
+	// it was one of a bare majority that had the highest counter (the heals
+	// had not landed).
+	AmnesiaUnhealed
+	// AmnesiaEarly: a node may restart empty before the acquisitions that
+	// were in flight when it crashed have decided (a restart not delayed).
+	AmnesiaEarly
+	// SkewedNodes: the keys on the first Config.Skewed nodes may expire
+	// before the validity of their hold ran out (node clocks running fast
+	// beyond the drift bound).
+	SkewedNodes
+	// Pause: a holder keeps acting after its validity ran out, until it
+	// unlocks (a process pause longer than the validity).
+	Pause
+	// LateGrantKept: a grant whose reply comes after the attempt failed or
+	// was unlocked is not released (attempt.settle left out).
+	LateGrantKept
+)
+
+var variantNames = [...]string{
+	Correct:               "correct",
+	RaiseWithoutOwnership: "raise without ownership check",
+	NoRaise:               "no raise",
+	HealLowers:            "heal that lowers a counter",
+	AmnesiaUnhealed:       "amnesia left unhealed",
+	AmnesiaEarly:          "amnesia while an acquisition is in flight",
+	SkewedNodes:           "skewed node clocks",
+	Pause:                 "process pause longer than the validity",
+	LateGrantKept:         "late grant kept",
+}
+
+//go:norace
+func (v Variant) String() string { return variantNames[v] }
+
+// Limits of the state layout.
+const (
+	MaxNodes     = 5
+	MaxClients   = 3
+	MaxPerClient = 2
+	maxAttempts  = MaxClients * MaxPerClient
+	maxCounter   = 63 // tokens are kept in a 64-bit set
+)
+
+// Config is one bound: the explorer visits every state reachable within it.
+type Config struct {
+	Nodes    int // N; the quorum is N/2+1
+	Clients  int
+	Attempts int // acquisitions per client, each acquire → hold → unlock
+	Crashes  int // node crashes in a run (each may restart with or without data)
+	Reasks   int // split-vote re-asks per attempt (redlock allows 3)
+	Timeouts int // deadlines (a group of calls timing out) in a run
+	GiveUps  int // attempts abandoned early (ctx, grace) in a run
+	Expiries int // validities running out in a run
+	// PromptReplies: a reply reaches the client in the step the node ran
+	// the call (a slow reply is still modelled by a timeout and a late
+	// reply). A coarser network, for bounds that are too large otherwise.
+	PromptReplies bool
+	Init          []int  // initial fence counters, one per node (nil: all 0)
+	Timing        Timing // what clocks do
+	Variant       Variant
+	Skewed        int // SkewedNodes: how many nodes have a fast clock
+
+	// CheckExclusion checks mutual exclusion even under AnyTiming (to show
+	// the counterexample when the timing assumption is dropped).
+	CheckExclusion bool
+	// Unchecked lists properties not to check (to find a bug's effect on
+	// another property than the one it breaks first).
+	Unchecked []Property
+	// MaxStates stops the search (0: no limit); the result says so.
+	MaxStates int
+}
+
+//go:norace
+func (c Config) quorum() int { return c.Nodes/2 + 1 }
+
+//go:norace
+func (c Config) validate() error {
+	switch {
+	case c.Nodes < 1 || c.Nodes > MaxNodes:
+		return fmt.Errorf("protomodel: %d nodes, want 1..%d", c.Nodes, MaxNodes)
+	case c.Clients < 1 || c.Clients > MaxClients:
+		return fmt.Errorf("protomodel: %d clients, want 1..%d", c.Clients, MaxClients)
+	case c.Attempts < 1 || c.Attempts > MaxPerClient:
+		return fmt.Errorf("protomodel: %d attempts per client, want 1..%d", c.Attempts, MaxPerClient)
+	case c.Init != nil && len(c.Init) != c.Nodes:
+		return fmt.Errorf("protomodel: %d initial counters for %d nodes", len(c.Init), c.Nodes)
+	case c.Skewed > c.Nodes:
+		return fmt.Errorf("protomodel: %d skewed nodes of %d", c.Skewed, c.Nodes)
+	}
+	return nil
+}
+
+//go:norace
+func (c Config) checksExclusion() bool { return c.Timing == ExactClocks || c.CheckExclusion }
+
+//go:norace
+func (c Config) String() string {
+	s := fmt.Sprintf("N=%d %dx%d", c.Nodes, c.Clients, c.Attempts)
+	for _, b := range []struct {
+		name string
+		n    int
+	}{{"crash", c.Crashes}, {"expiry", c.Expiries}, {"reask", c.Reasks}, {"timeout", c.Timeouts}, {"giveup", c.GiveUps}} {
+		if b.n > 0 {
+			s += fmt.Sprintf(" %s=%d", b.name, b.n)
+		}
+	}
+	if !c.PromptReplies {
+		s += " network"
+	}
+	if c.Timing == AnyTiming {
+		s += " any-timing"
+	}
+	if c.Init != nil {
+		s += fmt.Sprintf(" init=%v", c.Init)
+	}
+	if c.Variant != Correct {
+		s += " [" + c.Variant.String() + "]"
+	}
+	if len(c.Unchecked) > 0 {
+		s += fmt.Sprintf(" unchecked=%q", c.Unchecked)
+	}
+	return s
+}

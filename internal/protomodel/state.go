@@ -1,0 +1,196 @@
+package protomodel
+
+import "math/bits"
+
+// The state of the whole system: nodes, clients' attempts, and every message
+// on the wire. A message lives in the slot of the (attempt, node) pair it
+// belongs to; messages are delayed without bound and delivered in any order
+// (except a client's calls to one node, kept in order: queuedBehind), and a
+// lost message is one delayed past the end of the run (for safety the two
+// cannot be told apart).
+
+// call is where an attempt's acquire call to one node is.
+type call uint8
+
+const (
+	idle        call = iota // not asked, or answered and settled
+	asked                   // request on the wire; the client waits for it
+	replied                 // the node ran the script; reply on the wire
+	answered                // the client has the reply
+	askedLate               // request on the wire; the client counted a timeout
+	repliedLate             // reply on the wire; the client counted a timeout
+	timedOut                // the client counted a timeout; nothing on the wire
+)
+
+//go:norace
+func (c call) waiting() bool { return c == asked || c == replied }
+
+//go:norace
+func (c call) failed() bool { return c == askedLate || c == repliedLate || c == timedOut }
+
+//go:norace
+func (c call) onWire() bool { return c == asked || c == replied || c == askedLate || c == repliedLate }
+
+// raiseCall is where an attempt's raise call to one node is.
+type raiseCall uint8
+
+const (
+	noRaise      raiseCall = iota
+	raiseAsked             // request on the wire; the client waits
+	raiseReplied           // the node ran it; reply on the wire
+	raiseGot               // the client has the reply
+	raiseOrphan            // request on the wire, nobody waits for the reply
+)
+
+// slot is one attempt's business with one node.
+type slot struct {
+	acq     call
+	granted bool  // the acquire reply: granted, else refused
+	counter uint8 // the counter the acquire reply reported
+	group   uint8 // which ask the acquire call belongs to (0 first, then re-asks)
+	raise   raiseCall
+	raiseOK bool // the raise reply: it counted
+	heal    bool // a heal to the attempt's token is on the wire
+	release bool // a compare-and-delete is on the wire
+}
+
+// node is a Redis node: one lock key and the fence counter of its slot.
+type node struct {
+	up      bool
+	skewed  bool  // its clock may run past the drift bound (SkewedNodes)
+	key     uint8 // 1 + the attempt whose value the key holds; 0: no key
+	counter uint8
+	// While down: what held when it crashed (see mayForget).
+	healed   bool   // the other nodes kept the highest counter on a quorum
+	inflight uint16 // the attempts that were acquiring
+	slots    [maxAttempts]slot
+}
+
+type phase uint8
+
+const (
+	unstarted phase = iota
+	acquiring       // acquire calls out, waiting for a quorum
+	raising         // raise calls out to the lagging grants
+	holding         // a Lock was returned and not unlocked
+	ended           // failed, or unlocked
+)
+
+// attempt is one acquisition by one client: start, grants, token, hold.
+type attempt struct {
+	phase   phase
+	won     bool  // it returned a Lock
+	expired bool  // its validity ran out on the client's clock
+	floor   uint8 // the highest token returned before it started
+	token   uint8 // t, once computed; carried by its raises and heals
+	at      uint8 // |P|: grants whose counter was t
+	reasks  uint8
+}
+
+// State is one state of the model. It is a value: copying it copies all.
+type State struct {
+	nodes    [MaxNodes]node
+	attempts [maxAttempts]attempt
+	crashes  uint8
+	timeouts uint8
+	giveups  uint8
+	expiries uint8
+	returned uint64 // bit t: a Lock with token t was returned
+	bad      badness
+}
+
+// badness is a fencing property broken by the step into this state.
+type badness uint8
+
+const (
+	fine badness = iota
+	badOrder
+	badDuplicate
+)
+
+// meaningful: the counter in this reply will still be read — it is on
+// its way, or waiting for the decision.
+//
+//go:norace
+func (sl *slot) meaningful(a *attempt) bool {
+	return sl.acq == replied || sl.acq == answered && (a.phase == acquiring || a.phase == raising)
+}
+
+// maxReturned is the highest token returned so far (0: none).
+//
+//go:norace
+func (s *State) maxReturned() uint8 {
+	if s.returned == 0 {
+		return 0
+	}
+	return uint8(bits.Len64(s.returned) - 1)
+}
+
+// tidy forgets what can no longer influence anything, so that states which
+// differ only in it are one state: settled replies of decided attempts,
+// ended attempts with nothing left on the wire, and messages whose delivery
+// can change nothing any more (a release or an orphaned raise at a node
+// where this attempt's key is not and cannot come back; a late refusal; a
+// refusal that an abandoned attempt would only read and drop; a heal to a
+// counter already at the token that can no longer fall).
+//
+//go:norace
+func (s *State) tidy(m *Model) {
+	c := &m.cfg
+	n := c.Nodes
+	for h := range c.Clients * c.Attempts {
+		a := &s.attempts[h]
+		if a.phase == unstarted {
+			continue
+		}
+		decided := a.phase == holding || a.phase == ended
+		if decided {
+			a.floor, a.at, a.reasks = 0, 0, 0
+		}
+		busy := false
+		for i := range n {
+			nd := &s.nodes[i]
+			sl := &nd.slots[h]
+			if sl.acq == repliedLate && !sl.granted {
+				sl.acq = timedOut // late() reads grants only
+			}
+			if !sl.meaningful(a) {
+				sl.counter = 0
+				if sl.acq == timedOut {
+					sl.granted = false
+				}
+			}
+			if sl.acq == replied && !sl.granted && a.phase == ended && !a.won {
+				sl.acq = idle // settle(abandoned, 0) of a refusal does nothing
+			}
+			keyMayCome := nd.key == uint8(h+1) || sl.acq == asked || sl.acq == askedLate
+			if sl.release && !keyMayCome {
+				sl.release = false
+			}
+			if sl.raise == raiseOrphan && !keyMayCome && c.Variant != RaiseWithoutOwnership {
+				sl.raise = noRaise
+			}
+			if sl.heal && nd.counter >= a.token && c.Variant != HealLowers && !mayLoseCounter(c, s, i) {
+				sl.heal = false
+			}
+			if decided {
+				if !sl.acq.onWire() {
+					sl.counter = 0
+					if a.phase == ended {
+						sl.acq, sl.granted, sl.group = idle, false, 0
+					}
+				}
+				if sl.raise == raiseGot || sl.raise == raiseReplied {
+					sl.raise, sl.raiseOK = noRaise, false
+				}
+			}
+			busy = busy || sl.acq.onWire() || sl.raise != noRaise || sl.heal || sl.release
+		}
+		if a.phase == ended {
+			a.expired = false
+			if !busy {
+				a.token, a.won = 0, false
+			}
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package protomodel
+
+// kind is the kind of a step.
+type kind uint8
+
+const (
+	stepStart kind = iota
+	stepAcquire
+	stepReply
+	stepLateReply
+	stepDeadline
+	stepReask
+	stepGiveUp
+	stepRaise
+	stepRaiseReply
+	stepRaiseDeadline
+	stepHeal
+	stepRelease
+	stepUnlock
+	stepValidity
+	stepExpire
+	stepCrash
+	stepRestartEmpty
+)
+
+// step is one event: what happened, to which attempt (h), node (n), ask
+// group (g).
+type step struct {
+	kind    kind
+	h, n, g uint8
+}
+
+// successors calls emit with each state one step away from s. It reuses
+// one State for all of them: emit must copy what it keeps.
+//
+//go:norace
+func (m *Model) successors(s *State, emit func(step, *State)) {
+	var steps [64]step
+	var next State
+	for _, st := range m.enabled(s, steps[:0]) {
+		next = *s
+		next.bad = fine
+		m.apply(&next, st)
+		next.tidy(m)
+		emit(st, &next)
+	}
+}
+
+// enabled appends to steps every step that can happen in s.
+//
+//go:norace
+func (m *Model) enabled(s *State, steps []step) []step {
+	c := &m.cfg
+	na := c.Clients * c.Attempts
+	// A reply to a decided attempt only settles it (heal or release, sent
+	// to the wire): it commutes with every other step and changes nothing
+	// a property reads, so reading it at once loses no behaviour (a
+	// persistent set of one step, in partial-order reduction terms).
+	for h := range na {
+		if p := s.attempts[h].phase; p != holding && p != ended {
+			continue
+		}
+		for i := range c.Nodes {
+			switch s.nodes[i].slots[h].acq {
+			case replied:
+				return append(steps, step{kind: stepReply, h: uint8(h), n: uint8(i)})
+			case repliedLate:
+				return append(steps, step{kind: stepLateReply, h: uint8(h), n: uint8(i)})
+			}
+		}
+	}
+	// Clients: start, decide, give up, unlock; validity; replies.
+	for cl := range c.Clients {
+		for k := range c.Attempts {
+			h := cl*c.Attempts + k
+			if s.attempts[h].phase == unstarted {
+				if k == 0 || s.attempts[h-1].phase == ended {
+					steps = append(steps, step{kind: stepStart, h: uint8(h)})
+				}
+				break
+			}
+		}
+	}
+	for h := range na {
+		a := &s.attempts[h]
+		hh := uint8(h)
+		switch a.phase {
+		case unstarted:
+			continue
+		case acquiring:
+			if int(s.giveups) < c.GiveUps {
+				steps = append(steps, step{kind: stepGiveUp, h: hh})
+			}
+			granted, refused, _, _ := m.counts(s, h)
+			if m.mayReask(s, h, granted, refused) {
+				steps = append(steps, step{kind: stepReask, h: hh})
+			}
+		case raising:
+			if int(s.timeouts) < c.Timeouts {
+				for i := range c.Nodes {
+					if r := s.nodes[i].slots[h].raise; r == raiseAsked || r == raiseReplied {
+						steps = append(steps, step{kind: stepRaiseDeadline, h: hh})
+						break
+					}
+				}
+			}
+		case holding:
+			steps = append(steps, step{kind: stepUnlock, h: hh})
+		}
+		if int(s.expiries) < c.Expiries && !a.expired && a.phase != ended {
+			steps = append(steps, step{kind: stepValidity, h: hh})
+		}
+		if (a.phase == acquiring || a.phase == raising) && int(s.timeouts) < c.Timeouts {
+			// A deadline after the decision is left out: what it would
+			// release, the late reply releases.
+			var groups uint8 // ask groups with calls still waiting
+			for i := range c.Nodes {
+				if sl := &s.nodes[i].slots[h]; sl.acq.waiting() {
+					groups |= 1 << sl.group
+				}
+			}
+			for g := range uint8(8) {
+				if groups&(1<<g) != 0 {
+					steps = append(steps, step{kind: stepDeadline, h: hh, g: g})
+				}
+			}
+		}
+		for i := range c.Nodes {
+			sl := &s.nodes[i].slots[h]
+			switch sl.acq {
+			case replied:
+				steps = append(steps, step{kind: stepReply, h: hh, n: uint8(i)})
+			case repliedLate:
+				steps = append(steps, step{kind: stepLateReply, h: hh, n: uint8(i)})
+			}
+			if sl.raise == raiseReplied {
+				steps = append(steps, step{kind: stepRaiseReply, h: hh, n: uint8(i)})
+			}
+		}
+	}
+	// Nodes: scripts, crashes, restarts, expiry.
+	for i := range c.Nodes {
+		nd := &s.nodes[i]
+		ii := uint8(i)
+		if nd.up {
+			for h := range na {
+				if m.queuedBehind(s, h, i) {
+					continue
+				}
+				sl := &nd.slots[h]
+				hh := uint8(h)
+				if sl.acq == asked || sl.acq == askedLate {
+					steps = append(steps, step{kind: stepAcquire, h: hh, n: ii})
+				}
+				if sl.raise == raiseAsked || sl.raise == raiseOrphan {
+					steps = append(steps, step{kind: stepRaise, h: hh, n: ii})
+				}
+				if sl.heal {
+					steps = append(steps, step{kind: stepHeal, h: hh, n: ii})
+				}
+				if sl.release {
+					steps = append(steps, step{kind: stepRelease, h: hh, n: ii})
+				}
+			}
+			if int(s.crashes) < c.Crashes {
+				steps = append(steps, step{kind: stepCrash, n: ii})
+			}
+		} else {
+			// No restart with data: a node down and back with its data is
+			// a node whose messages wait meanwhile, which every bound already
+			// explores (and with its crash still to come).
+			if m.mayForget(s, i) {
+				steps = append(steps, step{kind: stepRestartEmpty, n: ii})
+			}
+		}
+		if m.mayExpire(s, i) {
+			steps = append(steps, step{kind: stepExpire, n: ii})
+		}
+	}
+	return steps
+}
+
+// apply performs st on s.
+//
+//go:norace
+func (m *Model) apply(s *State, st step) {
+	h, i := int(st.h), int(st.n)
+	switch st.kind {
+	case stepStart:
+		m.start(s, h)
+	case stepAcquire:
+		m.runAcquire(s, h, i)
+		if m.cfg.PromptReplies && s.nodes[i].slots[h].acq == replied {
+			m.receive(s, h, i)
+		}
+	case stepReply:
+		m.receive(s, h, i)
+	case stepLateReply:
+		m.receiveLate(s, h, i)
+	case stepDeadline:
+		m.deadline(s, h, st.g)
+		s.timeouts++
+	case stepReask:
+		m.reask(s, h)
+	case stepGiveUp:
+		m.fail(s, h)
+		s.giveups++
+	case stepRaise:
+		m.runRaise(s, h, i)
+	case stepRaiseReply:
+		s.nodes[i].slots[h].raise = raiseGot
+		m.evaluateRaise(s, h)
+	case stepRaiseDeadline:
+		m.raiseDeadline(s, h)
+		s.timeouts++
+	case stepHeal:
+		m.runHeal(s, h, i)
+	case stepRelease:
+		m.runRelease(s, h, i)
+	case stepUnlock:
+		m.unlock(s, h)
+	case stepValidity:
+		s.attempts[h].expired = true
+		s.expiries++
+	case stepExpire:
+		s.nodes[i].key = 0
+	case stepCrash:
+		m.crash(s, i)
+	case stepRestartEmpty:
+		m.restartEmpty(s, i)
+	}
+}

@@ -1,0 +1,177 @@
+package protomodel
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Names in traces: nodes n1…, clients c1…, acquisitions c1#1 (client 1's
+// first), c1#2, …
+
+//go:norace
+func (m *Model) who(h int) string {
+	return fmt.Sprintf("c%d#%d", h/m.cfg.Attempts+1, h%m.cfg.Attempts+1)
+}
+
+//go:norace
+func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
+
+// describe says what step st did to s, giving after.
+//
+//go:norace
+func (m *Model) describe(s *State, st step, after *State) string {
+	h, i := int(st.h), int(st.n)
+	a := m.who(h)
+	var d string
+	switch st.kind {
+	case stepStart:
+		d = fmt.Sprintf("%s starts (tokens so far ≤ %d)", a, after.attempts[h].floor)
+	case stepAcquire:
+		if s.nodes[i].key == 0 {
+			d = fmt.Sprintf("%s grants %s, counter %d", nodeName(i), a, after.nodes[i].counter)
+		} else {
+			d = fmt.Sprintf("%s refuses %s (held by %s), counter %d", nodeName(i), a, m.who(int(s.nodes[i].key)-1), after.nodes[i].counter)
+		}
+	case stepReply:
+		d = fmt.Sprintf("%s reads %s's reply", a, nodeName(i))
+	case stepLateReply:
+		d = fmt.Sprintf("%s reads %s's late reply", a, nodeName(i))
+	case stepDeadline:
+		var late []string
+		for j := range m.cfg.Nodes {
+			if sl := &s.nodes[j].slots[h]; sl.group == st.g && sl.acq.waiting() {
+				late = append(late, nodeName(j))
+			}
+		}
+		d = fmt.Sprintf("%s: %s time out", a, strings.Join(late, ","))
+	case stepReask:
+		d = fmt.Sprintf("%s asks the refusing nodes again", a)
+	case stepGiveUp:
+		d = fmt.Sprintf("%s gives up (ctx or grace)", a)
+	case stepRaise:
+		if after.nodes[i].counter >= s.attempts[h].token && (s.nodes[i].key == uint8(h+1) || m.cfg.Variant == RaiseWithoutOwnership) {
+			d = fmt.Sprintf("%s raises to %d for %s", nodeName(i), s.attempts[h].token, a)
+		} else {
+			d = fmt.Sprintf("%s refuses %s's raise (not its key)", nodeName(i), a)
+		}
+	case stepRaiseReply:
+		d = fmt.Sprintf("%s reads %s's raise reply", a, nodeName(i))
+	case stepRaiseDeadline:
+		d = fmt.Sprintf("%s: raises time out", a)
+	case stepHeal:
+		d = fmt.Sprintf("%s heals %d→%d (%s)", nodeName(i), s.nodes[i].counter, after.nodes[i].counter, a)
+	case stepRelease:
+		if s.nodes[i].key == uint8(h+1) {
+			d = fmt.Sprintf("%s releases %s", nodeName(i), a)
+		} else {
+			d = fmt.Sprintf("%s: %s's release finds no key of it", nodeName(i), a)
+		}
+	case stepUnlock:
+		d = fmt.Sprintf("%s unlocks", a)
+	case stepValidity:
+		d = fmt.Sprintf("%s's validity runs out", a)
+	case stepExpire:
+		d = fmt.Sprintf("%s's key (%s) expires", nodeName(i), m.who(int(s.nodes[i].key)-1))
+	case stepCrash:
+		d = fmt.Sprintf("%s crashes", nodeName(i))
+	case stepRestartEmpty:
+		d = fmt.Sprintf("%s restarts empty", nodeName(i))
+	}
+	return d + m.outcome(s, h, after)
+}
+
+// outcome names a decision that the step made.
+//
+//go:norace
+func (m *Model) outcome(s *State, h int, after *State) string {
+	b, a := &s.attempts[h], &after.attempts[h]
+	if b.phase == a.phase {
+		return ""
+	}
+	switch a.phase {
+	case raising:
+		return fmt.Sprintf(": t=%d on %d, raise", a.token, a.at)
+	case holding:
+		return fmt.Sprintf(": LOCK, token %d", a.token)
+	case ended:
+		if b.phase == acquiring || b.phase == raising {
+			return ": fails"
+		}
+	}
+	return ""
+}
+
+// render shows a state on one line: each node's key holder and counter
+// (! down, ~ fast clock), each started acquisition, and the messages on
+// the wire.
+//
+//go:norace
+func (m *Model) render(s *State) string {
+	var b strings.Builder
+	for i := range m.cfg.Nodes {
+		nd := &s.nodes[i]
+		mark := ""
+		if !nd.up {
+			mark += "!"
+		}
+		if nd.skewed {
+			mark += "~"
+		}
+		holder := "-"
+		if nd.key != 0 {
+			holder = m.who(int(nd.key) - 1)
+		}
+		fmt.Fprintf(&b, "%s%s[%s %d] ", nodeName(i), mark, holder, nd.counter)
+	}
+	b.WriteString("|")
+	var wire []string
+	for h := range m.cfg.Clients * m.cfg.Attempts {
+		a := &s.attempts[h]
+		if a.phase == unstarted {
+			continue
+		}
+		fmt.Fprintf(&b, " %s:%s", m.who(h), m.phaseName(a))
+		for i := range m.cfg.Nodes {
+			sl := &s.nodes[i].slots[h]
+			to := m.who(h) + "→" + nodeName(i)
+			switch sl.acq {
+			case asked, askedLate:
+				wire = append(wire, "acquire "+to)
+			case replied, repliedLate:
+				wire = append(wire, "reply "+to)
+			}
+			if sl.raise == raiseAsked || sl.raise == raiseOrphan {
+				wire = append(wire, "raise "+to)
+			}
+			if sl.heal {
+				wire = append(wire, fmt.Sprintf("heal(%d) %s", a.token, to))
+			}
+			if sl.release {
+				wire = append(wire, "release "+to)
+			}
+		}
+	}
+	if len(wire) > 0 {
+		b.WriteString(" | wire: " + strings.Join(wire, ", "))
+	}
+	return b.String()
+}
+
+//go:norace
+func (m *Model) phaseName(a *attempt) string {
+	var p string
+	switch a.phase {
+	case acquiring:
+		p = "acquiring"
+	case raising:
+		p = fmt.Sprintf("raising(t=%d)", a.token)
+	case holding:
+		p = fmt.Sprintf("HOLDS(t=%d)", a.token)
+	case ended:
+		p = "done"
+	}
+	if a.expired {
+		p += ",expired"
+	}
+	return p
+}

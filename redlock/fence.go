@@ -6,9 +6,10 @@ import (
 )
 
 // fence computes the token from the grants (docs/protocol.md, "Fencing
-// tokens"; why the token is ordered and unique: Claims 1 and 2 there). Fast path: a quorum of grants already agree on the highest
-// counter t. Otherwise the lagging grants are raised to t, each only while
-// this hold still owns the key there; the token is t if that makes a quorum.
+// tokens"; why the token is ordered and unique: Claims 1 and 2 there).
+// Fast path: a quorum of grants already agree on the highest counter t.
+// Otherwise the lagging grants are raised to t, each only while this hold
+// still owns the key there; the token is t if that makes a quorum.
 func (a *attempt) fence(grants []reply) (uint64, bool) {
 	var t uint64
 	for _, g := range grants {

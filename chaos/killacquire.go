@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -60,7 +61,7 @@ func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan 
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := b.Start(sctx, node)
 		cancel()
-		rec.FaultAt(history.FaultKillDuringAcquire, node, killed, time.Now())
+		rec.FaultAt(fault.KillDuringAcquire, node, killed, time.Now())
 		if err != nil {
 			errs = append(errs, err)
 		}

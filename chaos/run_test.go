@@ -13,18 +13,19 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos"
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
 // short runs one fault kind for a few seconds with a short TTL, so that
 // many holds and several faults fit.
-func short(t *testing.T, faults ...string) history.Result {
+func short(t *testing.T, faults ...fault.Kind) history.Result {
 	t.Helper()
 	return shortOn(t, "process", faults...)
 }
 
 // shortOn is short on the named backend.
-func shortOn(t *testing.T, backendName string, faults ...string) history.Result {
+func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Result {
 	t.Helper()
 	run, err := chaos.Run(t.Context(), chaos.Config{
 		Nodes: 5, Clients: 6, Duration: 3 * time.Second, Faults: faults, Seed: 7,
@@ -53,8 +54,8 @@ func shortOn(t *testing.T, backendName string, faults ...string) history.Result 
 }
 
 func TestToleratedFaults(t *testing.T) {
-	for _, f := range chaos.Tolerated() {
-		t.Run(f, func(t *testing.T) {
+	for _, f := range fault.Tolerated() {
+		t.Run(string(f), func(t *testing.T) {
 			res := short(t, f)
 			if res.Verdict != history.VerdictOK {
 				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
@@ -71,16 +72,16 @@ func TestToleratedFaults(t *testing.T) {
 
 func TestAssumptionBreakingFaults(t *testing.T) {
 	for _, tc := range []struct {
-		fault      string
+		fault      fault.Kind
 		mustBreak  bool // mutual exclusion reliably breaks within the run
 		mustReject bool // and the store reliably rejects stale writes
 	}{
-		{chaos.ClientPause, true, true},
-		{chaos.ClientClockSkew, true, true},
-		{"clock-skew", false, false},
-		{"restart-without-data", false, false},
+		{fault.ClientPause, true, true},
+		{fault.ClientClockSkew, true, true},
+		{fault.ClockSkew, false, false},
+		{fault.RestartWithoutData, false, false},
 	} {
-		t.Run(tc.fault, func(t *testing.T) {
+		t.Run(string(tc.fault), func(t *testing.T) {
 			res := short(t, tc.fault)
 			if n := res.Unexpected().Total(); n != 0 {
 				t.Fatalf("%d violations not explained by %s: %+v", n, tc.fault, res.Violations)
@@ -100,16 +101,13 @@ func TestBadConfig(t *testing.T) {
 		{Nodes: -1},
 		{Clients: 1000},
 		{Duration: time.Millisecond},
-		{Faults: []string{"meteor"}},
+		{Faults: []fault.Kind{"meteor"}},
 		{Backend: "vm"},
 		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
 			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)
 		}
-	}
-	if _, err := chaos.ParseFaults("kill,meteor"); !errors.Is(err, chaos.ErrConfig) {
-		t.Errorf("ParseFaults: %v", err)
 	}
 }
 
@@ -122,8 +120,8 @@ func TestToleratedFaultsDocker(t *testing.T) {
 	if err := dockerInfo(); err != nil {
 		t.Skipf("docker not available: docker info: %v (the container half of the chaos tests did not run)", err)
 	}
-	for _, f := range []string{"kill", "restart", "pause", "partition"} {
-		t.Run(f, func(t *testing.T) {
+	for _, f := range []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition} {
+		t.Run(string(f), func(t *testing.T) {
 			res := shortOn(t, "docker", f)
 			if res.Verdict != history.VerdictOK {
 				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // A chaos run on three local nodes: draw a plan from a seed, run it while a
@@ -30,7 +31,7 @@ func Example() {
 	}
 	_ = clients // ... start the workload on them ...
 
-	kinds, err := backend.ParseKinds("kill,pause,partition,latency")
+	kinds, err := fault.Parse("kill,pause,partition,latency")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func Example() {
 
 // The same seed always gives the same plan.
 func ExampleNewPlan() {
-	kinds := []backend.Kind{backend.KindKill, backend.KindPartition, backend.KindLatency}
+	kinds := []fault.Kind{fault.Kill, fault.Partition, fault.Latency}
 	plan, err := backend.NewPlan(5, 4*time.Second, kinds, 7)
 	if err != nil {
 		log.Fatal(err)

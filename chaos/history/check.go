@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Verdict is the outcome of a check.
@@ -30,7 +32,7 @@ const (
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
-const NoFault FaultKind = "none"
+const NoFault fault.Kind = "none"
 
 // Counts holds a number per safety property.
 type Counts struct {
@@ -84,8 +86,8 @@ type Violation struct {
 	// in [Since, End], or ended less than the aftermath before Since, are
 	// blamed; client faults only when they hit a client involved.
 	Since    time.Duration
-	Faults   []FaultKind // kinds blamed, sorted; empty when none
-	Expected bool        // a blamed kind breaks an assumption this property rests on
+	Faults   []fault.Kind // kinds blamed, sorted; empty when none
+	Expected bool         // a blamed kind breaks an assumption this property rests on
 	Detail   string
 }
 
@@ -97,7 +99,7 @@ type CheckOptions struct {
 	// expected and does not make the verdict violated. Nil means
 	// DefaultExpected(); storage properties are never expected by default,
 	// since fencing must keep the store correct under every fault.
-	Expected map[Property][]FaultKind
+	Expected map[Property][]fault.Kind
 	// Epsilon is how much two holds may overlap before it counts; default 1ms.
 	Epsilon time.Duration
 	// Aftermath is how long after it ended a fault is still blamed; default
@@ -113,13 +115,14 @@ type CheckOptions struct {
 
 // DefaultExpected returns the assumption-breaking faults of each property:
 // mutual exclusion rests on clients acting within their validity, on clocks
-// that run at about the same rate and on nodes keeping their keys; token
-// order and uniqueness rest only on nodes keeping their fence counters.
-func DefaultExpected() map[Property][]FaultKind {
-	return map[Property][]FaultKind{
-		MutualExclusion: {FaultClientPause, FaultClientClockSkew, FaultClockSkew, FaultRestartWithoutData},
-		FencingOrder:    {FaultRestartWithoutData},
-		DuplicateTokens: {FaultRestartWithoutData},
+// that run at about the same rate and on nodes keeping their keys (every
+// kind of fault.AssumptionBreaking); token order and uniqueness rest only on
+// nodes keeping their fence counters.
+func DefaultExpected() map[Property][]fault.Kind {
+	return map[Property][]fault.Kind{
+		MutualExclusion: fault.AssumptionBreaking(),
+		FencingOrder:    {fault.RestartWithoutData},
+		DuplicateTokens: {fault.RestartWithoutData},
 	}
 }
 
@@ -128,10 +131,10 @@ type Result struct {
 	Verdict Verdict
 	Reason  string // why the verdict, in a few words
 
-	Violations []Violation          // every violation, by property then time
-	Found      Counts               // all violations
-	Expected   Counts               // those blamed on assumption-breaking faults
-	ByFault    map[FaultKind]Counts // per kind blamed (NoFault when none); a violation counts under each of its kinds
+	Violations []Violation           // every violation, by property then time
+	Found      Counts                // all violations
+	Expected   Counts                // those blamed on assumption-breaking faults
+	ByFault    map[fault.Kind]Counts // per kind blamed (NoFault when none); a violation counts under each of its kinds
 
 	// StoreCorrect is true when no stale write was accepted and no
 	// acknowledged write was lost (the latter only checked when StoreChecked).
@@ -161,7 +164,7 @@ func (r Result) Unexpected() Counts {
 // Check checks h. It does not modify h.
 func Check(h History, opts CheckOptions) Result {
 	opts = opts.withDefaults(h)
-	res := Result{Verdict: VerdictUnknown, ByFault: map[FaultKind]Counts{}}
+	res := Result{Verdict: VerdictUnknown, ByFault: map[fault.Kind]Counts{}}
 	spans, err := Spans(h)
 	if err != nil {
 		res.Reason = "unreadable history: " + err.Error()
@@ -199,7 +202,7 @@ func Check(h History, opts CheckOptions) Result {
 		}
 		kinds := v.Faults
 		if len(kinds) == 0 {
-			kinds = []FaultKind{NoFault}
+			kinds = []fault.Kind{NoFault}
 		}
 		for _, k := range kinds {
 			c := res.ByFault[k]
@@ -270,7 +273,7 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 }
 
 // blame fills in Faults and Expected of each violation.
-func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]FaultKind) {
+func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]fault.Kind) {
 	for i := range vs {
 		v := &vs[i]
 		v.Faults = blamed(faults, v.Since, v.End, aftermath, v.Clients)
@@ -285,8 +288,8 @@ func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected
 // blamed returns the sorted kinds of the faults active in [from, to] or ended
 // less than aftermath before from; client faults count only for clients
 // (nil: any client).
-func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []FaultKind {
-	var kinds []FaultKind
+func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []fault.Kind {
+	var kinds []fault.Kind
 	for _, f := range faults {
 		if f.Start > to || f.End+aftermath < from {
 			continue

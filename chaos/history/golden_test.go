@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -98,7 +99,7 @@ func (s *sim) turn(winner, absent int) {
 	s.step(time.Millisecond)
 }
 
-func (s *sim) fault(name string, kind FaultKind, target int) {
+func (s *sim) fault(name string, kind fault.Kind, target int) {
 	s.faults[name] = s.rec.Fault(kind, target)
 }
 func (s *sim) heal(name string) { s.faults[name].End() }
@@ -109,7 +110,7 @@ func (s *sim) heal(name string) { s.faults[name].End() }
 func (s *sim) pausedHolder(paused, next int, broken bool) {
 	h := s.acquire(paused, -1)
 	s.write(h, false, false)
-	s.fault("pause", FaultClientPause, paused)
+	s.fault("pause", fault.ClientPause, paused)
 	s.step(simValidity)
 	s.rec.Lost(h) // the watchdog saw validity run out; the holder is still paused
 	s.turn(next, paused)
@@ -131,16 +132,16 @@ var scenarios = []struct {
 			for i := range 30 {
 				switch i {
 				case 5:
-					s.fault("kill", FaultKill, 1)
+					s.fault("kill", fault.Kill, 1)
 				case 8:
-					s.fault("partition", FaultPartition, 3)
+					s.fault("partition", fault.Partition, 3)
 				case 12:
 					s.heal("kill")
-					s.fault("pause", FaultPause, 0)
+					s.fault("pause", fault.Pause, 0)
 				case 16:
 					s.heal("partition")
 					s.heal("pause")
-					s.fault("latency", FaultLatency, 4)
+					s.fault("latency", fault.Latency, 4)
 				case 24:
 					s.heal("latency")
 				}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Liveness is how long acquisitions stalled while a quorum of nodes was up.
@@ -19,7 +21,7 @@ type Liveness struct {
 	Start, End   time.Duration // where that gap was
 	Threshold    time.Duration
 	OK           bool          // LongestStall <= Threshold (true when not checked)
-	Faults       []FaultKind   // fault kinds active around the longest stall
+	Faults       []fault.Kind  // fault kinds active around the longest stall
 	QuorumLost   time.Duration // total time without a quorum while clients were acquiring
 }
 

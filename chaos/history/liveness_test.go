@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 func TestLiveness(t *testing.T) {
@@ -17,7 +19,7 @@ func TestLiveness(t *testing.T) {
 		ok        bool
 		stall     time.Duration
 		quorumOff time.Duration
-		blamed    []FaultKind
+		blamed    []fault.Kind
 	}{
 		{
 			name: "no faults: the gap is a stall", nodes: 5, checked: true,
@@ -26,34 +28,34 @@ func TestLiveness(t *testing.T) {
 		{
 			name: "a minority down: still a stall", nodes: 5, checked: true,
 			faults: func(b *builder) {
-				b.fault(FaultKill, 0, 100, 390)
-				b.fault(FaultPause, 1, 95, 400)
+				b.fault(fault.Kill, 0, 100, 390)
+				b.fault(fault.Pause, 1, 95, 400)
 			},
-			stall: ms(310), blamed: []FaultKind{FaultKill, FaultPause},
+			stall: ms(310), blamed: []fault.Kind{fault.Kill, fault.Pause},
 		},
 		{
 			name: "a majority down: no stall", nodes: 5, checked: true, ok: true,
 			faults: func(b *builder) {
-				b.fault(FaultKill, 0, 92, 380)
-				b.fault(FaultPause, 1, 92, 385)
-				b.fault(FaultPartition, 2, 92, 390)
+				b.fault(fault.Kill, 0, 92, 380)
+				b.fault(fault.Pause, 1, 92, 385)
+				b.fault(fault.Partition, 2, 92, 390)
 			},
 			stall: ms(401 - 380), quorumOff: ms(380 - 92),
 		},
 		{
 			name: "two faults on one node count once", nodes: 5, checked: true,
 			faults: func(b *builder) {
-				b.fault(FaultKill, 0, 92, 380)
-				b.fault(FaultPartition, 0, 92, 390)
-				b.fault(FaultPartition, 1, 92, 390)
+				b.fault(fault.Kill, 0, 92, 380)
+				b.fault(fault.Partition, 0, 92, 390)
+				b.fault(fault.Partition, 1, 92, 390)
 			},
 			stall: ms(310),
 		},
 		{
 			name: "latency and skew leave nodes up", nodes: 3, checked: true,
 			faults: func(b *builder) {
-				b.fault(FaultLatency, 0, 92, 380)
-				b.fault(FaultClockSkew, 1, 92, 390)
+				b.fault(fault.Latency, 0, 92, 380)
+				b.fault(fault.ClockSkew, 1, 92, 390)
 			},
 			stall: ms(310),
 		},

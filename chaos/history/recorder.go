@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -215,7 +216,7 @@ type FaultCall struct {
 
 // Fault records that a fault of kind starts now on target: a node index, or
 // a client index when kind.ClientSide().
-func (r *Recorder) Fault(kind FaultKind, target int) FaultCall {
+func (r *Recorder) Fault(kind fault.Kind, target int) FaultCall {
 	op := Op{Kind: KindFault, Fault: kind}
 	if kind.ClientSide() {
 		op.Client = target
@@ -234,7 +235,7 @@ func (c FaultCall) End() { c.r.complete(c.id, OK, nil) }
 
 // FaultAt records a fault that is already over, from start to end on the
 // recorder's clock: for fault runners that report a fault when it ended.
-func (r *Recorder) FaultAt(kind FaultKind, target int, start, end time.Time) {
+func (r *Recorder) FaultAt(kind fault.Kind, target int, start, end time.Time) {
 	op := Op{Kind: KindFault, Fault: kind, Outcome: OK,
 		Invoke: start.Sub(r.start), Complete: max(end.Sub(r.start), start.Sub(r.start))}
 	if kind.ClientSide() {

@@ -3,6 +3,8 @@ package history
 import (
 	"fmt"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Span is one hold as the checker sees it: the interval during which the
@@ -35,7 +37,7 @@ type Span struct {
 // FaultSpan is one fault interval.
 type FaultSpan struct {
 	Op     int // op ID of the fault
-	Kind   FaultKind
+	Kind   fault.Kind
 	Node   int // for node faults
 	Client int // for client faults (Kind.ClientSide())
 	Start  time.Duration

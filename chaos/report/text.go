@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -72,7 +73,7 @@ func Progress(s history.Stats, violations int) string {
 		s.Elapsed.Seconds(), s.Acquisitions, s.AcquireFailures, s.Faults, violations)
 }
 
-func faultsText(faults map[history.FaultKind]int) string {
+func faultsText(faults map[fault.Kind]int) string {
 	if len(faults) == 0 {
 		return "none"
 	}
@@ -95,7 +96,7 @@ func countsText(found, expected history.Counts) string {
 	return strings.Join(parts, ", ")
 }
 
-func joinKinds(kinds []history.FaultKind) string {
+func joinKinds(kinds []fault.Kind) string {
 	s := make([]string, len(kinds))
 	for i, k := range kinds {
 		s[i] = string(k)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -270,13 +271,13 @@ func ticks(end time.Duration, x func(time.Duration) float64) []tick {
 	return ts
 }
 
-func faultClass(k history.FaultKind) string {
+func faultClass(k fault.Kind) string {
 	switch {
 	case k.ClientSide():
 		return "client"
 	case k.TakesNodeDown():
 		return "down"
-	case k == history.FaultLatency:
+	case k == fault.Latency:
 		return "slow"
 	}
 	return "skew"

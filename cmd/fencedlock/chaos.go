@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
@@ -27,8 +27,8 @@ duplicate tokens, stale writes accepted, lost writes and liveness.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
-  tolerated:            ` + strings.Join(chaos.Tolerated(), ",") + `
-  assumption-breaking:  ` + strings.Join(chaos.AssumptionBreaking(), ",") + `
+  tolerated:            ` + fault.Join(fault.Tolerated()) + `
+  assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
   (mutual-exclusion violations under these are reported as expected; the
   fenced store must still stay correct)
 
@@ -46,7 +46,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
-	faults := fs.String("faults", strings.Join(chaos.Tolerated(), ","), "faults to inject")
+	faults := fs.String("faults", fault.Join(fault.Tolerated()), "faults to inject")
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
 	fs.StringVar(&cfg.Backend, "backend", "process", "where the nodes run: process or docker")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")
@@ -70,13 +70,13 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case cfg.TTL <= 0:
 		return cmd.fail(stderr, "--ttl must be positive")
 	}
-	list, err := chaos.ParseFaults(*faults)
+	list, err := fault.Parse(*faults)
 	if err != nil {
 		return cmd.fail(stderr, "%v", err)
 	}
 	cfg.Faults = list
 	if cfg.Faults == nil {
-		cfg.Faults = []string{} // --faults "": no faults at all, not the default
+		cfg.Faults = []fault.Kind{} // --faults "": no faults at all, not the default
 	}
 	cfg.Seed = *seed
 	if cfg.Seed == 0 {
@@ -89,7 +89,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d clients, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, cfg.Clients, cfg.Duration, strings.Join(cfg.Faults, ","), cfg.Seed)
+		cfg.Nodes, cfg.Backend, cfg.Clients, cfg.Duration, fault.Join(cfg.Faults), cfg.Seed)
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):

@@ -31,6 +31,12 @@ type Config struct {
 	Progress io.Writer
 }
 
+// FaketimeEnv names the environment variable that gives the path of
+// libfaketime.so.1, which clock-skew faults on the process backend preload
+// into redis-server. Unset: found where Debian and a source install put it.
+// (The docker backend uses the libfaketime inside its image.)
+const FaketimeEnv = "FENCEDLOCK_LIBFAKETIME"
+
 // ErrConfig is wrapped by the errors of a bad Config.
 var ErrConfig = errors.New("chaos: bad configuration")
 

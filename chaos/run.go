@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
@@ -23,8 +23,12 @@ import (
 // Run starts the nodes, runs the workload for cfg.Duration while the
 // seeded fault schedule runs, checks the history and returns the run, ready
 // for the report writers. The nodes and the store are gone when it returns.
-// An error means the run itself could not be carried out (no redis-server,
-// no Docker); violations are in the result, not in the error.
+//
+// An error with an empty run means the run could not be carried out (no
+// redis-server, no Docker). An error wrapping ErrInjection comes with the
+// whole run: some faults could not be injected or undone, each listed in the
+// error and in the run's history, whose verdict is then unknown unless a
+// violation shows anyway. Violations are in the result, not in the error.
 func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -64,36 +68,26 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	faults := &faultLog{rec: rec, runCtx: runCtx}
 	start := time.Now()
-	var g errgroup.Group
-	var faultErrs error
-	var mu sync.Mutex // protects faultErrs
-	g.Go(func() error {
-		err := backend.Run(runCtx, b, plan, func(ev backend.FaultEvent) {
-			rec.FaultAt(ev.Kind, ev.Node, ev.Start, ev.End)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// Every failure is in the events too: faults keeps them.
+		_ = backend.Run(runCtx, b, plan, func(ev backend.FaultEvent) {
+			faults.record(ev.Kind, ev.Node, ev.Start, ev.End, ev.Err)
 		})
-		mu.Lock()
-		faultErrs = errors.Join(faultErrs, ignoreEnd(err))
-		mu.Unlock()
-		return nil
 	})
 	for _, c := range clients {
-		g.Go(func() error { c.loop(runCtx); return nil })
+		wg.Go(func() { c.loop(runCtx) })
 	}
-	g.Go(func() error { clientFaults(runCtx, cfg, clients); return nil })
+	wg.Go(func() { clientFaults(runCtx, cfg, clients) })
 	if cfg.has(fault.KillDuringAcquire) {
-		g.Go(func() error {
-			err := killDuringAcquire(runCtx, cfg, b, plan, clients[0], rec)
-			mu.Lock()
-			faultErrs = errors.Join(faultErrs, ignoreEnd(err))
-			mu.Unlock()
-			return nil
-		})
+		wg.Go(func() { killDuringAcquire(runCtx, cfg, b, plan, clients[0], faults) })
 	}
 	if cfg.Progress != nil {
-		g.Go(func() error { progress(runCtx, cfg, rec); return nil })
+		wg.Go(func() { progress(runCtx, cfg, rec) })
 	}
-	_ = g.Wait()
+	wg.Wait()
 	elapsed := time.Since(start)
 
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -109,31 +103,50 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	rec.FinalStore(resource, entries)
 
 	h := rec.History()
-	res := history.Check(h, history.CheckOptions{})
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
-		Seed: int64(cfg.Seed), History: h, Result: res,
+		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, history.CheckOptions{}),
 	}
-	if faultErrs != nil && cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "\nchaos: some faults failed to apply: %v\n", faultErrs)
-	}
-	return run, nil
+	return run, faults.err()
 }
 
-func ignoreEnd(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// Run reports the end of the run among its errors; keep the others.
-		var rest []error
-		if u, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range u.Unwrap() {
-				if !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
-					rest = append(rest, e)
-				}
-			}
-		}
-		return errors.Join(rest...)
+// ErrInjection is wrapped by Run's error when faults could not be injected
+// or undone.
+var ErrInjection = errors.New("chaos: faults failed")
+
+// faultLog records node faults in the history as they end, and keeps the
+// errors of those that failed. A fault cut short by the end of the run (its
+// ctx error, once the run is over) did not fail: it ended with the run.
+type faultLog struct {
+	rec    *history.Recorder
+	runCtx context.Context // the workload's: ends with the run
+
+	mu   sync.Mutex // protects errs
+	errs []error
+}
+
+func (l *faultLog) record(kind fault.Kind, node int, start, end time.Time, err error) {
+	if err != nil && l.runCtx.Err() != nil &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		err = nil
 	}
-	return err
+	l.rec.FaultAt(kind, node, start, end, err)
+	if err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.errs = append(l.errs, fmt.Errorf("%s on node %d at %v: %w",
+			kind, node, l.rec.Offset(start).Round(time.Millisecond), err))
+	}
+}
+
+// err returns the failures joined under ErrInjection, or nil.
+func (l *faultLog) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInjection, errors.Join(l.errs...))
 }
 
 func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
@@ -141,7 +154,11 @@ func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
 	case "docker":
 		return newDocker(ctx, cfg)
 	default:
-		b, err := backend.NewProcess(ctx, cfg.Nodes)
+		var opts []backend.ProcessOption
+		if lib := os.Getenv(FaketimeEnv); lib != "" {
+			opts = append(opts, backend.WithFaketime(lib))
+		}
+		b, err := backend.NewProcess(ctx, cfg.Nodes, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("chaos: starting %d redis-server nodes: %w", cfg.Nodes, err)
 		}

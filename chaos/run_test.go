@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
 // short runs one fault kind for a few seconds with a short TTL, so that
@@ -152,3 +154,36 @@ var dockerInfo = sync.OnceValue(func() error {
 	}
 	return nil
 })
+
+// TestFailedInjectionFailsTheRun makes every clock-skew injection fail (the
+// process backend is pointed at a libfaketime that does not exist): the run
+// must say so in its error and in every report, and must not pass.
+func TestFailedInjectionFailsTheRun(t *testing.T) {
+	t.Setenv(chaos.FaketimeEnv, filepath.Join(t.TempDir(), "libfaketime.so.1"))
+	run, err := chaos.Run(t.Context(), chaos.Config{
+		Nodes: 3, Clients: 3, Duration: 2 * time.Second, Faults: []fault.Kind{fault.ClockSkew}, Seed: 7,
+		TTL: 300 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
+	})
+	t.Logf("err: %v; verdict %s (%s)", err, run.Result.Verdict, run.Result.Reason)
+	if !errors.Is(err, chaos.ErrInjection) || !errors.Is(err, backend.ErrNoFaketime) {
+		t.Errorf("Run error %v, want ErrInjection wrapping backend.ErrNoFaketime", err)
+	}
+	if run.Result.Verdict == history.VerdictOK {
+		t.Errorf("verdict ok, although no clock-skew fault could be injected")
+	}
+	rep := report.New(run)
+	if n := rep.Faults[fault.ClockSkew]; n != 0 {
+		t.Errorf("%d clock-skew faults counted as injected", n)
+	}
+	if len(rep.FailedFaults) == 0 || rep.FailedFaults[0].Kind != fault.ClockSkew ||
+		!strings.Contains(rep.FailedFaults[0].Error, "libfaketime") {
+		t.Fatalf("the report lists failed faults %+v", rep.FailedFaults)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "FAILED clock-skew") {
+		t.Errorf("the text report does not list the failure:\n%s", text.String())
+	}
+}

@@ -149,7 +149,12 @@ type Result struct {
 
 	Liveness Liveness
 	Spans    []Span      // the holds, for timelines
-	Faults   []FaultSpan // the fault intervals
+	Faults   []FaultSpan // the faults that were injected (and undone)
+	// FailedFaults are the faults that could not be injected or undone
+	// (FaultSpan.Err): the run was not the one planned, so the verdict is
+	// unknown unless a violation shows anyway. They are blamed like the
+	// others, since they may have half happened.
+	FailedFaults []FaultSpan
 }
 
 // Unexpected returns the counts of violations not explained by faults.
@@ -170,7 +175,15 @@ func Check(h History, opts CheckOptions) Result {
 		res.Reason = "unreadable history: " + err.Error()
 		return res
 	}
-	res.Spans, res.Faults = spans, Faults(h)
+	res.Spans = spans
+	all := Faults(h)
+	for _, f := range all {
+		if f.Err != "" {
+			res.FailedFaults = append(res.FailedFaults, f)
+		} else {
+			res.Faults = append(res.Faults, f)
+		}
+	}
 	for _, op := range h.Ops {
 		switch {
 		case op.Kind == KindFault || op.Kind == KindLost:
@@ -194,7 +207,7 @@ func Check(h History, opts CheckOptions) Result {
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)
 	res.StoreChecked = checked
-	blame(vs, res.Faults, opts.Aftermath, opts.Expected)
+	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
 		if v.Expected {
@@ -212,7 +225,7 @@ func Check(h History, opts CheckOptions) Result {
 	}
 	res.Violations = vs
 	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
-	res.Liveness = liveness(h, res.Faults, opts)
+	res.Liveness = liveness(h, all, opts)
 	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
 	return res
 }
@@ -225,6 +238,10 @@ func verdict(res Result, ops, minAcq int) (Verdict, string) {
 	switch {
 	case ops == 0:
 		return VerdictUnknown, "empty history"
+	case len(res.FailedFaults) > 0:
+		f := res.FailedFaults[0]
+		return VerdictUnknown, fmt.Sprintf("%d faults could not be injected or undone (first: %s on %s at %v: %s)",
+			len(res.FailedFaults), f.Kind, f.Target(), f.Start.Round(time.Millisecond), f.Err)
 	case res.Pending > 0:
 		return VerdictUnknown, fmt.Sprintf("%d client operations never completed", res.Pending)
 	case res.Acquisitions < minAcq:

@@ -340,6 +340,28 @@ func TestCheck(t *testing.T) {
 			verdict: VerdictUnknown,
 		},
 		{
+			name: "a fault that failed: unknown",
+			history: func(b *builder) History {
+				f := b.fault(fault.ClockSkew, 1, 5, 5)
+				b.h.Ops[f-1].Outcome, b.h.Ops[f-1].Err = Failed, "libfaketime not found"
+				return b.done(b.clean(9, 0, 1))
+			},
+			verdict: VerdictUnknown,
+		},
+		{
+			name: "a fault that failed does not hide a violation",
+			history: func(b *builder) History {
+				f := b.fault(fault.Kill, 1, 5, 5)
+				b.h.Ops[f-1].Outcome, b.h.Ops[f-1].Err = Failed, "no such process"
+				t := b.clean(3, 0, 1)
+				b.acquire(0, t, t+1, 50, 4)
+				b.acquire(1, t+2, t+3, 50, 5)
+				return b.done(t + 100)
+			},
+			verdict: VerdictViolated,
+			found:   Counts{MutualExclusion: 1},
+		},
+		{
 			name: "nothing expected when told so",
 			history: func(b *builder) History {
 				b.acquire(0, 0, 1, 50, 1)
@@ -360,6 +382,16 @@ func TestCheck(t *testing.T) {
 			}
 			if tc.blamed != nil && !slices.Equal(res.Violations[0].Faults, tc.blamed) {
 				t.Errorf("first violation blamed on %v, want %v", res.Violations[0].Faults, tc.blamed)
+			}
+			for _, f := range res.Faults {
+				if f.Err != "" {
+					t.Errorf("failed fault %+v among the injected ones", f)
+				}
+			}
+			if failed := slices.ContainsFunc(tc.history(newBuilder(5)).Ops, func(op Op) bool {
+				return op.Kind == KindFault && op.Outcome == Failed
+			}); failed != (len(res.FailedFaults) > 0) {
+				t.Errorf("FailedFaults = %+v", res.FailedFaults)
 			}
 			if res.StaleWritesRejected != tc.rejected {
 				t.Errorf("StaleWritesRejected = %d, want %d", res.StaleWritesRejected, tc.rejected)

@@ -50,7 +50,7 @@ type Outcome string
 const (
 	Pending  Outcome = ""         // never completed
 	OK       Outcome = "ok"       // acquired, extended, released, write accepted, fault ended, lost seen
-	Failed   Outcome = "failed"   // acquire failed; extend, release or write failed with an error (Err)
+	Failed   Outcome = "failed"   // acquire failed; extend, release or write failed with an error (Err); a fault not injected or not undone
 	LockLost Outcome = "lost"     // extend, release: the hold was no longer on a quorum (ErrLockLost)
 	Rejected Outcome = "rejected" // write: the store refused the token as stale
 )

@@ -200,8 +200,8 @@ func TestRecorderFaultAt(t *testing.T) {
 	fake := clock.NewFake(time.Unix(100, 0))
 	r := NewRecorder(fake, 3)
 	start := fake.Now().Add(2 * time.Second)
-	r.FaultAt(fault.Pause, 1, start, start.Add(time.Second))
-	r.FaultAt(fault.ClientPause, 4, start, start.Add(-time.Second)) // an end before the start is clamped
+	r.FaultAt(fault.Pause, 1, start, start.Add(time.Second), nil)
+	r.FaultAt(fault.ClientPause, 4, start, start.Add(-time.Second), nil) // an end before the start is clamped
 	h := r.History()
 	fs := Faults(h)
 	if len(fs) != 2 || r.Stats().Faults != 2 {

@@ -66,6 +66,18 @@ type Report struct {
 	LivenessOK         bool                          `json:"liveness_ok"`
 	QuorumLostMs       float64                       `json:"quorum_lost_ms"`
 	Examples           []Example                     `json:"examples,omitempty"`
+	// FailedFaults lists the faults that could not be injected or undone;
+	// they are not counted in Faults, and make the verdict unknown.
+	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
+}
+
+// FailedFault is a fault that could not be injected or undone.
+type FailedFault struct {
+	Kind    fault.Kind `json:"kind"`
+	Target  string     `json:"target"` // "node 2", "client 0"
+	StartMs float64    `json:"start_ms"`
+	EndMs   float64    `json:"end_ms"`
+	Error   string     `json:"error"`
 }
 
 // Latency summarises how long successful acquires took, in milliseconds.
@@ -123,6 +135,10 @@ func New(run Run) Report {
 	}
 	for _, f := range res.Faults {
 		r.Faults[f.Kind]++
+	}
+	for _, f := range res.FailedFaults {
+		r.FailedFaults = append(r.FailedFaults, FailedFault{Kind: f.Kind, Target: f.Target(),
+			StartMs: ms(f.Start), EndMs: ms(f.End), Error: f.Err})
 	}
 	// Unexpected violations first: they are the ones to look at.
 	vs := slices.Clone(res.Violations)

@@ -28,6 +28,13 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
 		r.Acquisitions, r.AcquireFailures, msText(l.P50), msText(l.P99), msText(l.Max))
 	fmt.Fprintf(&b, "faults: %s\n", faultsText(r.Faults))
+	for i, f := range r.FailedFaults {
+		if i == maxTextExamples {
+			fmt.Fprintf(&b, "  ... %d more failed faults in the JSON report\n", len(r.FailedFaults)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  ! FAILED %s on %s at %s: %s\n", f.Kind, f.Target, msText(f.StartMs), f.Error)
+	}
 	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations))
 	store := "correct"
 	if !r.StoreCorrect {

@@ -109,7 +109,7 @@ func layout(run Run) timeline {
 	res, h := run.Result, run.History
 
 	nodes, clients := rep.Nodes, run.Clients
-	for _, f := range res.Faults {
+	for _, f := range append(slices.Clone(res.Faults), res.FailedFaults...) {
 		if f.Kind.ClientSide() {
 			clients = max(clients, f.Client+1)
 		} else {
@@ -132,7 +132,7 @@ func layout(run Run) timeline {
 	for c := range clients {
 		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, fmt.Sprintf("client %d", c)})
 	}
-	t.Bands = faultShapes(fr, res.Faults, float64(clients)*laneH)
+	t.Bands = faultShapes(fr, append(slices.Clone(res.Faults), res.FailedFaults...), float64(clients)*laneH)
 	bad := t.addViolations(fr, h, res.Violations)
 	for _, op := range h.Ops {
 		if op.Kind == history.KindWrite && op.Outcome == history.Rejected {
@@ -150,11 +150,15 @@ func faultShapes(fr frame, faults []history.FaultSpan, lanesH float64) []shape {
 	var bands []shape
 	for _, f := range faults {
 		w := max(fr.x(f.End)-fr.x(f.Start), 2)
-		title := fmt.Sprintf("%s on %s, %s to %s", f.Kind, target(f), at(f.Start), at(f.End))
+		title := fmt.Sprintf("%s on %s, %s to %s", f.Kind, f.Target(), at(f.Start), at(f.End))
 		if f.Open {
 			title += " (never ended)"
 		}
 		class := faultClass(f.Kind)
+		if f.Err != "" {
+			title += " FAILED: " + f.Err
+			class += " failed"
+		}
 		if f.Kind.ClientSide() {
 			b := labelled(shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: laneH,
 				Class: "band " + class, Title: title, LabelClass: "bandlabel"}, string(f.Kind))
@@ -288,13 +292,6 @@ func violationClass(v history.Violation) string {
 		return "expected"
 	}
 	return "bad"
-}
-
-func target(f history.FaultSpan) string {
-	if f.Kind.ClientSide() {
-		return fmt.Sprintf("client %d", f.Client)
-	}
-	return fmt.Sprintf("node %d", f.Node)
 }
 
 // at prints an offset of the run, e.g. "1.234s".

@@ -36,7 +36,13 @@ Exit status:
   0  verdict ok: no violation the faults do not explain
   1  a violation under faults that should not cause one
   2  bad usage
-  3  verdict unknown (too little happened to judge), or the run could not be carried out
+  3  verdict unknown (too little happened to judge, or faults could not be
+     injected: the report lists them), or the run could not be carried out
+
+Environment:
+  FENCEDLOCK_LIBFAKETIME  path of libfaketime.so.1 for clock-skew faults on
+                          the process backend (default: where Debian puts it)
+  FENCEDLOCK_REDIS_IMAGE  the Redis image of the docker backend
 `
 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -94,6 +100,9 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch {
 	case errors.Is(err, chaos.ErrConfig):
 		return cmd.fail(stderr, "%v", err)
+	case errors.Is(err, chaos.ErrInjection):
+		// The run happened, with faults missing: report it, verdict unknown.
+		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 	case err != nil:
 		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 		return 3

@@ -19,33 +19,35 @@ const (
 	VerdictUnknown  Verdict = "unknown"  // empty, too short, incomplete or unreadable: nothing can be claimed
 )
 
-// Property is a safety property the checker verifies.
+// Property is a property the checker verifies.
 type Property string
 
-// The safety properties.
+// The properties: five safety properties, and liveness (see Liveness).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
 	DuplicateTokens     Property = "duplicate_tokens"
 	StaleWritesAccepted Property = "stale_writes_accepted"
 	LostWrites          Property = "lost_writes"
+	LivenessStall       Property = "liveness" // a key free and wanted, with a quorum up, for too long
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
 const NoFault fault.Kind = "none"
 
-// Counts holds a number per safety property.
+// Counts holds a number per property.
 type Counts struct {
 	MutualExclusion     int `json:"mutual_exclusion"`
 	FencingOrder        int `json:"fencing_order"`
 	DuplicateTokens     int `json:"duplicate_tokens"`
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	LostWrites          int `json:"lost_writes"`
+	Liveness            int `json:"liveness"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness
 }
 
 // Get returns the count of p.
@@ -63,16 +65,18 @@ func (c *Counts) field(p Property) *int {
 		return &c.StaleWritesAccepted
 	case LostWrites:
 		return &c.LostWrites
+	case LivenessStall:
+		return &c.Liveness
 	}
 	panic("history: unknown property " + string(p))
 }
 
-// Properties lists the safety properties in report order.
+// Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall}
 }
 
-// Violation is one breach of a safety property.
+// Violation is one breach of a property.
 type Violation struct {
 	Property Property
 	Key      string // the lock key, or the store resource for store properties
@@ -106,7 +110,10 @@ type CheckOptions struct {
 	// the longest validity any acquire of the history had (about the TTL).
 	Aftermath time.Duration
 	// StallThreshold is the longest stall with a quorum up that liveness
-	// allows; default 3 times the longest validity, at least 1s.
+	// allows (see Liveness); default derived from the history: twice the
+	// longest lease plus four times the p99 release latency, and no
+	// threshold (stalls measured, not judged) when the history has no
+	// validity ends.
 	StallThreshold time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
@@ -207,6 +214,9 @@ func Check(h History, opts CheckOptions) Result {
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)
 	res.StoreChecked = checked
+	var stalled []Violation
+	res.Liveness, stalled = liveness(h, all, opts)
+	vs = append(vs, stalled...)
 	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
@@ -225,7 +235,6 @@ func Check(h History, opts CheckOptions) Result {
 	}
 	res.Violations = vs
 	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
-	res.Liveness = liveness(h, all, opts)
 	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
 	return res
 }
@@ -281,7 +290,7 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 		o.Aftermath = longest
 	}
 	if o.StallThreshold == 0 {
-		o.StallThreshold = max(time.Second, 3*longest)
+		o.StallThreshold = stallThreshold(h)
 	}
 	if o.MinAcquisitions == 0 {
 		o.MinAcquisitions = 2

@@ -44,12 +44,17 @@ func (r Report) WriteText(w io.Writer) error {
 		store += " (final contents not recorded: lost writes not checked)"
 	}
 	fmt.Fprintf(&b, "store: %s; %d writes accepted, %d stale writes rejected\n", store, r.WritesAccepted, r.StaleWritesRejected)
-	live := "ok"
-	if !r.LivenessOK {
-		live = "WARNING"
+	switch {
+	case !r.LivenessOK:
+		fmt.Fprintf(&b, "liveness: VIOLATED, longest stall %s with a quorum up (threshold %s)",
+			msText(r.LongestStallMs), msText(r.StallThresholdMs))
+	case r.StallThresholdMs == 0:
+		fmt.Fprintf(&b, "liveness: not judged (no validity ends to derive a threshold from), longest stall %s with a quorum up",
+			msText(r.LongestStallMs))
+	default:
+		fmt.Fprintf(&b, "liveness: ok, longest stall %s with a quorum up (threshold %s)",
+			msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	}
-	fmt.Fprintf(&b, "liveness: %s, longest stall %s with a quorum up (threshold %s)",
-		live, msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	if r.QuorumLostMs > 0 {
 		fmt.Fprintf(&b, "; no quorum for %s", msText(r.QuorumLostMs))
 	}

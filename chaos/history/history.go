@@ -87,8 +87,9 @@ type Op struct {
 	Err string `json:"err,omitempty"`
 }
 
-// History is what a run did. It is plain data: it marshals to JSON and back
-// unchanged, so real recorded histories can be kept as test files.
+// History is what a run did. It is plain data, kept in files in the JSON
+// Lines format of WriteJSONL and ReadJSONL, so that real recorded histories
+// can be kept as test files and checked later.
 type History struct {
 	// Nodes is the number of lock nodes; a quorum is Nodes/2+1.
 	Nodes int  `json:"nodes"`
@@ -99,4 +100,8 @@ type History struct {
 	Final map[string][]string `json:"final,omitempty"`
 	// End is when the history was taken; open faults and holds last until then.
 	End time.Duration `json:"end_ns"`
+	// Clients names the clients by index when they were recorded under names
+	// (package recorder, or a JSON Lines history that names them); nil means
+	// clients are known by their index alone.
+	Clients []string `json:"clients,omitempty"`
 }

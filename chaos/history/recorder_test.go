@@ -70,15 +70,15 @@ func TestRecorderStamps(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := Encode(&buf, got); err != nil {
+	if err := WriteJSONL(&buf, got); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Decode(&buf)
+	back, err := ReadJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, got) {
-		t.Fatalf("JSON round trip:\n got %+v\nwant %+v", back, got)
+		t.Fatalf("JSON Lines round trip:\n got %+v\nwant %+v", back, got)
 	}
 }
 

@@ -23,7 +23,10 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Backend != "" {
 		fmt.Fprintf(&b, ", backend %s", r.Backend)
 	}
-	fmt.Fprintf(&b, ", seed %d\n", r.Seed)
+	if r.Seed != 0 {
+		fmt.Fprintf(&b, ", seed %d", r.Seed)
+	}
+	b.WriteString("\n")
 	l := r.AcquireLatencyMs
 	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
 		r.Acquisitions, r.AcquireFailures, msText(l.P50), msText(l.P99), msText(l.Max))

@@ -130,7 +130,7 @@ func layout(run Run) timeline {
 		t.Rows = append(t.Rows, row{fr.nodeY(n) + nodeH - 4, fmt.Sprintf("node %d", n)})
 	}
 	for c := range clients {
-		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, fmt.Sprintf("client %d", c)})
+		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, h.ClientName(c)})
 	}
 	t.Bands = faultShapes(fr, append(slices.Clone(res.Faults), res.FailedFaults...), float64(clients)*laneH)
 	bad := t.addViolations(fr, h, res.Violations)
@@ -140,7 +140,7 @@ func layout(run Run) timeline {
 				Title: fmt.Sprintf("write %d with token %d rejected as stale at %s", op.ID, op.Token, at(op.Invoke))})
 		}
 	}
-	t.Holds, t.Overruns = holdShapes(fr, res.Spans, bad)
+	t.Holds, t.Overruns = holdShapes(fr, h, res.Spans, bad)
 	return t
 }
 
@@ -219,15 +219,15 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 
 // holdShapes draws each hold as a bar labelled with its token (when it
 // fits), with the part a write overran hatched.
-func holdShapes(fr frame, spans []history.Span, bad map[int]string) (holds, overruns []shape) {
+func holdShapes(fr frame, h history.History, spans []history.Span, bad map[int]string) (holds, overruns []shape) {
 	for _, s := range spans {
 		y := fr.laneY(s.Client) + (laneH-barH)/2
 		class := "hold"
 		if c, ok := bad[s.Acquire]; ok {
 			class += " " + c
 		}
-		title := fmt.Sprintf("client %d, token %d (hold %d, key %s)\n%s to %s, ended by %s",
-			s.Client, s.Token, s.Acquire, s.Key, at(s.Start), at(s.End), s.EndedBy)
+		title := fmt.Sprintf("%s, token %d (hold %d, key %s)\n%s to %s, ended by %s",
+			h.ClientName(s.Client), s.Token, s.Acquire, s.Key, at(s.Start), at(s.End), s.EndedBy)
 		holds = append(holds, labelled(shape{X: fr.x(s.Start), Y: y, W: max(fr.x(s.Believed)-fr.x(s.Start), 1), H: barH,
 			Class: class, Title: title}, fmt.Sprint(s.Token)))
 		if s.Overrun {

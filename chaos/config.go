@@ -27,6 +27,9 @@ type Config struct {
 	TTL     time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
 	NodeTimeout time.Duration
+	// Strict counts every violation as unexpected, even under faults that
+	// break an assumption of the lock (history.DefaultExpected otherwise).
+	Strict bool
 	// Progress, if set, gets a live progress line every second.
 	Progress io.Writer
 }

@@ -103,9 +103,13 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	rec.FinalStore(resource, entries)
 
 	h := rec.History()
+	var opts history.CheckOptions
+	if cfg.Strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
-		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, history.CheckOptions{}),
+		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts),
 	}
 	return run, faults.err()
 }

@@ -19,6 +19,7 @@ import (
 const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--json FILE] [--html FILE]
+                   [--history FILE] [--strict]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -29,8 +30,8 @@ duplicate tokens, stale writes accepted, lost writes and liveness.
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
   tolerated:            ` + fault.Join(fault.Tolerated()) + `
   assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
-  (mutual-exclusion violations under these are reported as expected; the
-  fenced store must still stay correct)
+  (mutual-exclusion violations under these are reported as expected, unless
+  --strict; the fenced store must still stay correct)
 
 Exit status:
   0  verdict ok: no violation the faults do not explain
@@ -58,6 +59,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
+	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
+	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -107,26 +110,47 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 		return 3
 	}
+	if *historyPath != "" {
+		if err := writeFile(*historyPath, func(w io.Writer) error { return history.WriteJSONL(w, run.History) }); err != nil {
+			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
+			return 3
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", *historyPath)
+	}
+	if code, ok := writeReports(run, *jsonPath, *htmlPath, stdout, stderr, "chaos"); !ok {
+		return code
+	}
+	return verdictStatus(run.Result.Verdict)
+}
+
+// writeReports prints the text summary of run and writes the JSON report
+// and the HTML timeline to the paths that are set. On failure it returns 3.
+func writeReports(run report.Run, jsonPath, htmlPath string, stdout, stderr io.Writer, name string) (int, bool) {
 	rep := report.New(run)
 	if err := rep.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-		return 3
+		fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+		return 3, false
 	}
-	if *jsonPath != "" {
-		if err := writeFile(*jsonPath, rep.WriteJSON); err != nil {
-			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-			return 3
+	if jsonPath != "" {
+		if err := writeFile(jsonPath, rep.WriteJSON); err != nil {
+			fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+			return 3, false
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
+		fmt.Fprintf(stderr, "wrote %s\n", jsonPath)
 	}
-	if *htmlPath != "" {
-		if err := writeFile(*htmlPath, func(w io.Writer) error { return report.WriteHTML(w, run) }); err != nil {
-			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-			return 3
+	if htmlPath != "" {
+		if err := writeFile(htmlPath, func(w io.Writer) error { return report.WriteHTML(w, run) }); err != nil {
+			fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+			return 3, false
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", *htmlPath)
+		fmt.Fprintf(stderr, "wrote %s\n", htmlPath)
 	}
-	switch run.Result.Verdict {
+	return 0, true
+}
+
+// verdictStatus is the exit status of a verdict: 0 ok, 1 violated, 3 unknown.
+func verdictStatus(v history.Verdict) int {
+	switch v {
 	case history.VerdictOK:
 		return exitOK
 	case history.VerdictViolated:

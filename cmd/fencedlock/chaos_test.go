@@ -57,3 +57,24 @@ func TestChaosBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// The exit statuses that --help promises beyond 0 and 2: 1 for a violation
+// the faults do not explain (with --strict, none does), 3 when faults could
+// not be injected (libfaketime pointed at nothing).
+func TestChaosExitStatuses(t *testing.T) {
+	common := []string{"chaos", "--nodes", "3", "--clients", "3", "--duration", "2s", "--ttl", "300ms", "--seed", "3", "--quiet"}
+	t.Run("1 violated", func(t *testing.T) {
+		r := call(t.Context(), append(common, "--faults", "client-pause", "--strict")...)
+		if r.code != 1 || !strings.Contains(r.stdout, "verdict: VIOLATED") || !strings.Contains(r.stdout, "UNEXPECTED mutual_exclusion") {
+			t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("3 faults failed", func(t *testing.T) {
+		t.Setenv("FENCEDLOCK_LIBFAKETIME", filepath.Join(t.TempDir(), "libfaketime.so.1"))
+		r := call(t.Context(), append(common, "--faults", "clock-skew")...)
+		if r.code != 3 || !strings.Contains(r.stdout, "verdict: UNKNOWN") || !strings.Contains(r.stdout, "FAILED clock-skew") ||
+			!strings.Contains(r.stderr, "libfaketime not found") {
+			t.Fatalf("exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}

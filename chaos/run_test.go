@@ -3,12 +3,8 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
@@ -34,10 +31,7 @@ func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Res
 		TTL: 300 * time.Millisecond, NodeTimeout: 50 * time.Millisecond, Backend: backendName,
 	})
 	if backendName == "docker" && errors.Is(err, backend.ErrNoImage) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("docker works, but: %v\nbuild the image first: scripts/redis-image.sh (make image)", err)
-		}
-		t.Skipf("docker works, but: %v\nbuild the image with scripts/redis-image.sh", err)
+		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -119,9 +113,7 @@ func TestBadConfig(t *testing.T) {
 // start-up). Without a Docker engine it is skipped, saying so; with CI=true
 // and a working `docker info` it always runs.
 func TestToleratedFaultsDocker(t *testing.T) {
-	if err := dockerInfo(); err != nil {
-		t.Skipf("docker not available: docker info: %v (the container half of the chaos tests did not run)", err)
-	}
+	testenv.RequireDocker(t)
 	for _, f := range []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition} {
 		t.Run(string(f), func(t *testing.T) {
 			res := shortOn(t, "docker", f)
@@ -142,18 +134,6 @@ func TestToleratedFaultsDocker(t *testing.T) {
 		})
 	}
 }
-
-// dockerInfo runs `docker info` once per test binary.
-var dockerInfo = sync.OnceValue(func() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
-	if err != nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		return fmt.Errorf("%w: %s", err, lines[len(lines)-1])
-	}
-	return nil
-})
 
 // TestFailedInjectionFailsTheRun makes every clock-skew injection fail (the
 // process backend is pointed at a libfaketime that does not exist): the run

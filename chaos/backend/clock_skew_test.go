@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
 
 // serverTime is the node's clock, read with TIME.
@@ -26,7 +27,7 @@ func serverTime(t *testing.T, c *redis.Client) time.Time {
 func requireFaketime(t *testing.T) {
 	t.Helper()
 	if !skewOK() {
-		t.Skip("libfaketime is not installed (Debian: apt-get install libfaketime)")
+		testenv.SkipOrFail(t, "libfaketime is not installed (scripts/deps.sh; Debian: apt-get install libfaketime)")
 	}
 }
 

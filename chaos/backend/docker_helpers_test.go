@@ -7,46 +7,19 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
-
-// dockerInfo runs `docker info` once per test binary. The container tests
-// run when it works and are skipped, saying why, when it does not; under
-// CI=true a working docker never skips them.
-var dockerInfo = sync.OnceValue(func() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
-	if err != nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		return fmt.Errorf("%w: %s", err, lines[len(lines)-1])
-	}
-	return nil
-})
-
-// requireDocker skips t when there is no Docker engine.
-func requireDocker(t *testing.T) {
-	t.Helper()
-	if err := dockerInfo(); err != nil {
-		t.Skipf("docker not available: docker info: %v", err)
-	}
-	// The backend removes its own containers; Ryuk's image may not be
-	// pullable here. The user's setting wins.
-	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
-		t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-}
 
 // newDockerBackend starts n container nodes from $FENCEDLOCK_REDIS_IMAGE
 // (default: NewDocker's), closed at the end of the test, which then checks
 // that nothing of this process was left in the engine.
 func newDockerBackend(t *testing.T, n int, opts ...backend.DockerOption) *backend.Docker {
 	t.Helper()
-	requireDocker(t)
+	testenv.RequireDocker(t)
 	if _, err := backend.SweepDocker(t.Context()); err != nil {
 		t.Logf("sweeping what dead runs left: %v", err)
 	}
@@ -55,10 +28,7 @@ func newDockerBackend(t *testing.T, n int, opts ...backend.DockerOption) *backen
 	}
 	b, err := backend.NewDocker(t.Context(), n, opts...)
 	if errors.Is(err, backend.ErrNoImage) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("docker works, but: %v\nbuild the image first: scripts/redis-image.sh (make image)", err)
-		}
-		t.Skipf("docker works, but: %v\nbuild the image with scripts/redis-image.sh", err)
+		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

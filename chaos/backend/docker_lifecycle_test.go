@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
 
 func TestDockerClockSkew(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDockerClockSkew(t *testing.T) {
 	}
 	err := b.SetClockSkew(ctx, 0, "+30s")
 	if errors.Is(err, backend.ErrNoFaketime) {
-		t.Skipf("image %s: %v", b.Image(), err)
+		testenv.SkipOrFail(t, "image %s: %v\nscripts/redis-image.sh builds one with libfaketime", b.Image(), err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestDockerCloseIsFinal(t *testing.T) {
 // TestSweepDocker: resources whose owner process is gone are removed, those
 // of live processes are not.
 func TestSweepDocker(t *testing.T) {
-	requireDocker(t)
+	testenv.RequireDocker(t)
 	ctx := t.Context()
 	hostname, err := os.Hostname()
 	if err != nil {

@@ -189,6 +189,17 @@ func startClients(cfg Config, addrs []string, rec *history.Recorder, store *fenc
 	return clients, nil
 }
 
+// Schedule returns the node fault schedule that Run follows for cfg, drawn
+// from cfg.Seed: the same Config gives the same schedule. (Client faults and
+// kill-during-acquire are timed by the workload, also from the seed.)
+func Schedule(cfg Config) (backend.Plan, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return backend.Plan{}, err
+	}
+	return nodePlan(cfg)
+}
+
 // nodePlan draws the node fault schedule. kill-during-acquire keeps one
 // node of the minority for itself.
 func nodePlan(cfg Config) (backend.Plan, error) {

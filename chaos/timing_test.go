@@ -1,0 +1,54 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/fault"
+)
+
+// timing is the TTL and node timeout of the short runs, from how fast this
+// machine is now: the first of 300ms and 50ms, then twice, four and eight
+// times that, under which a 3s calibration run with no faults (the short
+// runs' nodes and clients) gets at least 10 acquisitions. Too short a node
+// timeout does not only fail some calls: each timeout closes a connection,
+// the redials load the machine further, and the run collapses. On a 2-core
+// machine at a load of 14, under -race, 50ms failed every acquisition of a
+// 5s run, while 100ms made 33 in 4s.
+type timing struct {
+	ttl, nodeTimeout time.Duration
+	err              error
+}
+
+var calibrated = sync.OnceValue(func() timing {
+	const d, enough = 3 * time.Second, 10
+	var got []string
+	for ttl, nt := 300*time.Millisecond, 50*time.Millisecond; nt <= 400*time.Millisecond; ttl, nt = 2*ttl, 2*nt {
+		run, err := chaos.Run(context.Background(), chaos.Config{
+			Nodes: 5, Clients: 6, Duration: d, Faults: []fault.Kind{}, Seed: 1, TTL: ttl, NodeTimeout: nt,
+		})
+		if err != nil {
+			return timing{err: err}
+		}
+		if run.Result.Acquisitions >= enough {
+			return timing{ttl: ttl, nodeTimeout: nt}
+		}
+		got = append(got, fmt.Sprintf("%d with a %v node timeout", run.Result.Acquisitions, nt))
+	}
+	return timing{err: fmt.Errorf("fewer than %d acquisitions in %v with no faults: %s", enough, d, strings.Join(got, ", "))}
+})
+
+// shortTiming returns the calibrated timing, failing t if calibration did.
+func shortTiming(t *testing.T) (ttl, nodeTimeout time.Duration) {
+	t.Helper()
+	tm := calibrated()
+	if tm.err != nil {
+		t.Fatalf("calibration run: %v", tm.err)
+	}
+	return tm.ttl, tm.nodeTimeout
+}

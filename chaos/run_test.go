@@ -30,7 +30,7 @@ func short(t *testing.T, faults ...fault.Kind) history.Result {
 // shortOn is short on the named backend.
 func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Result {
 	t.Helper()
-	ttl, nodeTimeout := shortTiming(t)
+	ttl, nodeTimeout := shortTiming(t, backendName)
 	cfg := chaos.Config{
 		Nodes: 5, Clients: 6, Duration: 10 * ttl, Faults: faults, Seed: 7,
 		TTL: ttl, NodeTimeout: nodeTimeout, Backend: backendName,

@@ -18,8 +18,8 @@ import (
 
 const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
-                   [--seed N] [--backend process|docker] [--json FILE] [--html FILE]
-                   [--history FILE] [--strict]
+                   [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
+                   [--json FILE] [--html FILE] [--history FILE] [--strict]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -57,6 +57,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
 	fs.StringVar(&cfg.Backend, "backend", "process", "where the nodes run: process or docker")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")
+	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", 100*time.Millisecond,
+		"bound of each node call of the workload (below half the TTL; raise it on a loaded machine)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
@@ -78,6 +80,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--duration must be positive")
 	case cfg.TTL <= 0:
 		return cmd.fail(stderr, "--ttl must be positive")
+	case cfg.NodeTimeout <= 0:
+		return cmd.fail(stderr, "--node-timeout must be positive")
 	}
 	list, err := fault.Parse(*faults)
 	if err != nil {

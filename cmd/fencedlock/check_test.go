@@ -108,8 +108,9 @@ func TestCheckBadUsage(t *testing.T) {
 func TestCheckRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	hist, chaosJSON, checkJSON := filepath.Join(dir, "h.jsonl"), filepath.Join(dir, "chaos.json"), filepath.Join(dir, "check.json")
-	r := call(t.Context(), "chaos", "--nodes", "5", "--clients", "4", "--duration", "2s", "--ttl", "300ms",
-		"--faults", "kill,partition,client-pause", "--seed", "4", "--quiet", "--json", chaosJSON, "--history", hist)
+	r := call(t.Context(), append([]string{"chaos", "--nodes", "5", "--clients", "4",
+		"--faults", "kill,partition,client-pause", "--seed", "4", "--quiet", "--json", chaosJSON, "--history", hist},
+		chaosFlags(t)...)...)
 	if r.code != 0 {
 		t.Fatalf("chaos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -22,7 +22,7 @@ type Config struct {
 	Faults []fault.Kind
 	Seed   uint64 // seeds the fault schedule; default 1
 	// Backend is "process" (local redis-server processes, the default) or
-	// "docker" (containers; see NewDocker).
+	// "docker" (containers; see package backend/docker).
 	Backend string
 	TTL     time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/process"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
@@ -158,11 +159,11 @@ func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
 	case "docker":
 		return newDocker(ctx, cfg)
 	default:
-		var opts []backend.ProcessOption
+		var opts []process.Option
 		if lib := os.Getenv(FaketimeEnv); lib != "" {
-			opts = append(opts, backend.WithFaketime(lib))
+			opts = append(opts, process.WithFaketime(lib))
 		}
-		b, err := backend.NewProcess(ctx, cfg.Nodes, opts...)
+		b, err := process.New(ctx, cfg.Nodes, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("chaos: starting %d redis-server nodes: %w", cfg.Nodes, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos"
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
@@ -36,7 +37,7 @@ func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Res
 		TTL: ttl, NodeTimeout: nodeTimeout, Backend: backendName,
 	}
 	run, err := chaos.Run(t.Context(), cfg)
-	if backendName == "docker" && errors.Is(err, backend.ErrNoImage) {
+	if backendName == "docker" && errors.Is(err, docker.ErrNoImage) {
 		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", err)
 	}
 	if err != nil {
@@ -135,7 +136,7 @@ func TestToleratedFaultsDocker(t *testing.T) {
 				t.Fatalf("no %s fault was injected", f)
 			}
 			// Run closed the backend: nothing of this process may be left.
-			left, err := backend.SweepDocker(context.Background(), backend.SweepOwn())
+			left, err := docker.Sweep(context.Background(), docker.SweepOwn())
 			if err != nil || left > 0 {
 				t.Fatalf("the run left %d containers, volumes or networks behind (%v)", left, err)
 			}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
-	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
@@ -58,7 +58,7 @@ func shortTiming(t *testing.T, backendName string) (ttl, nodeTimeout time.Durati
 	t.Helper()
 	once, _ := calibrations.LoadOrStore(backendName, sync.OnceValue(func() timing { return calibrate(backendName) }))
 	tm := once.(func() timing)()
-	if errors.Is(tm.err, backend.ErrNoImage) {
+	if errors.Is(tm.err, docker.ErrNoImage) {
 		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", tm.err)
 	}
 	if tm.err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/process"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
@@ -16,7 +17,7 @@ import (
 // workload uses the nodes, and record each fault once it is over.
 func Example() {
 	ctx := context.Background()
-	b, err := backend.NewProcess(ctx, 3)
+	b, err := process.New(ctx, 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func ExampleNewPlan() {
 // fencedlock's case) to node 0: the acquisition runs with a node dying under it.
 func ExampleNewTrigger() {
 	ctx := context.Background()
-	b, err := backend.NewProcess(ctx, 3)
+	b, err := process.New(ctx, 3)
 	if err != nil {
 		log.Fatal(err)
 	}

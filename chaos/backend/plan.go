@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
 // Step is one fault of a Plan.
@@ -147,7 +148,7 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind
 				if s == "" {
 					return fmt.Errorf("%w: empty clock skew spec", ErrInvalidPlan)
 				}
-				if err := checkSkewSpec(s); err != nil {
+				if err := faketime.CheckSpec(s); err != nil {
 					return fmt.Errorf("%w: %w", ErrInvalidPlan, err)
 				}
 			}

@@ -1,4 +1,4 @@
-package backend_test
+package process_test
 
 import (
 	"context"
@@ -10,24 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/process"
 )
 
-func TestProcessNodes(t *testing.T) { checkNodes(t, newBackend(t, 3), 3) }
+func TestProcessNodes(t *testing.T) { backendtest.CheckNodes(t, newBackend(t, 3), 3) }
 
-func TestProcessBadNodeIndex(t *testing.T) { checkBadNodeIndex(t, newBackend(t, 1), nil) }
+func TestProcessBadNodeIndex(t *testing.T) { backendtest.CheckBadNodeIndex(t, newBackend(t, 1), nil) }
 
 func TestProcessKillAndStartKeepData(t *testing.T) {
-	checkKillAndStartKeepData(t, newBackend(t, 3), nil)
+	backendtest.CheckKillAndStartKeepData(t, newBackend(t, 3), nil)
 }
 
 func TestProcessRestart(t *testing.T) {
-	checkRestart(t, func(t *testing.T) backend.Backend { return newBackend(t, 1) })
+	backendtest.CheckRestart(t, func(t *testing.T) backend.Backend { return newBackend(t, 1) })
 }
 
 func TestProcessPauseAndResume(t *testing.T) {
 	b := newBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,88 +44,69 @@ func TestProcessPauseAndResume(t *testing.T) {
 	if err := b.Resume(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "PING after resume", func() error { return c.Ping(ctx).Err() })
+	backendtest.Eventually(t, 2*time.Second, "PING after resume", func() error { return c.Ping(ctx).Err() })
 }
 
 func TestProcessPartitionAndHeal(t *testing.T) {
 	b := newBackend(t, 3)
 	ctx := t.Context()
-	c := checkPartitionDrops(t, b, 2)
+	c := backendtest.CheckPartitionDrops(t, b, 2)
 	// The node itself is fine, and the dropped SET never reached it.
 	direct, err := b.DirectAddr(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc := newClient(t, direct)
-	if v, err := get(ctx, dc, "k"); err != nil || v != "v" {
+	dc := backendtest.NewClient(t, direct)
+	if v, err := backendtest.Get(ctx, dc, "k"); err != nil || v != "v" {
 		t.Fatalf("direct GET during partition = %q, %v", v, err)
 	}
 	// Other nodes are not affected.
-	if err := newClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
+	if err := backendtest.NewClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
 		t.Fatalf("node 0 during node 2's partition: %v", err)
 	}
 
 	if err := b.Heal(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "GET through the same client after heal", func() error {
-		v, err := get(ctx, c, "k")
+	backendtest.Eventually(t, 2*time.Second, "GET through the same client after heal", func() error {
+		v, err := backendtest.Get(ctx, c, "k")
 		if err == nil && v != "v" {
 			return fmt.Errorf("got %q", v)
 		}
 		return err
 	})
-	if v, err := get(ctx, dc, "lost"); err != nil || v != "" {
+	if v, err := backendtest.Get(ctx, dc, "lost"); err != nil || v != "" {
 		t.Fatalf("SET sent during the partition reached the node: %q, %v", v, err)
 	}
 }
-
-// minRTT is the fastest of n PINGs.
-func minRTT(t *testing.T, c *redis.Client, n int) time.Duration {
-	t.Helper()
-	best := time.Duration(1 << 62)
-	for range n {
-		start := time.Now()
-		if err := c.Ping(t.Context()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		best = min(best, time.Since(start))
-	}
-	return best
-}
-
-// latencyFor is a latency to add that a machine whose fastest PING takes
-// base tells apart from no latency: 60ms, or four times base when that is
-// more.
-func latencyFor(base time.Duration) time.Duration { return max(60*time.Millisecond, 4*base) }
 
 func TestProcessLatency(t *testing.T) {
 	b := newBackend(t, 1)
 	ctx := t.Context()
 	c := redis.NewClient(&redis.Options{Addr: b.Nodes()[0].Addr(), ReadTimeout: 30 * time.Second, MaxRetries: -1, PoolSize: 1})
 	t.Cleanup(func() { _ = c.Close() })
-	d := latencyFor(minRTT(t, c, 5))
+	d := backendtest.LatencyFor(backendtest.MinRTT(t, c, 5))
 	if err := b.SetLatency(ctx, 0, d); err != nil {
 		t.Fatal(err)
 	}
-	if got := minRTT(t, c, 3); got < d {
+	if got := backendtest.MinRTT(t, c, 3); got < d {
 		t.Fatalf("PING with %v latency took %v", d, got)
 	}
 	if err := b.SetLatency(ctx, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := minRTT(t, c, 5); got >= d {
+	if got := backendtest.MinRTT(t, c, 5); got >= d {
 		t.Fatalf("PING after latency removed still takes %v", got)
 	}
 }
 
 func TestProcessCloseIsFinal(t *testing.T) {
-	b, err := backend.NewProcess(t.Context(), 1)
+	b, err := process.New(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := b.Nodes()[0].Addr()
-	c := newClient(t, addr)
+	c := backendtest.NewClient(t, addr)
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +128,11 @@ func TestProcessCloseIsFinal(t *testing.T) {
 // holding a request back (a latency of an hour): nothing may be left behind
 // (goleak checks at the end of the run).
 func TestProcessCloseReleasesHeldBytes(t *testing.T) {
-	b, err := backend.NewProcess(t.Context(), 1)
+	b, err := process.New(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}

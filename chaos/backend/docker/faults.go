@@ -1,4 +1,4 @@
-package backend
+package docker
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
 // withNode runs f on node i, serialised with the node's other container
@@ -15,23 +18,23 @@ import (
 // timeout of its own: Docker operations take a while, and one cut short half
 // way (the end of a chaos run landing in the middle of a partition, say)
 // would leave the node changed with no record of it, and so with no undo.
-func (d *Docker) withNode(ctx context.Context, i int, op string, f func(ctx context.Context, n *dockerNode) error) error {
+func (d *Backend) withNode(ctx context.Context, i int, op string, f func(ctx context.Context, n *dockerNode) error) error {
 	n, err := d.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: %s: %w", op, err)
+		return fmt.Errorf("docker: %s: %w", op, err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*d.cfg.startTimeout+time.Minute)
 	defer cancel()
 	if err := f(ctx, n); err != nil {
-		return fmt.Errorf("backend: %s node %d: %w", op, i, err)
+		return fmt.Errorf("docker: %s node %d: %w", op, i, err)
 	}
 	return nil
 }
 
 // Kill implements Backend: docker kill.
-func (d *Docker) Kill(ctx context.Context, i int) error {
+func (d *Backend) Kill(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "kill", func(ctx context.Context, n *dockerNode) error {
 		if !n.running {
 			return nil
@@ -41,7 +44,7 @@ func (d *Docker) Kill(ctx context.Context, i int) error {
 }
 
 // Start implements Backend: docker start.
-func (d *Docker) Start(ctx context.Context, i int) error {
+func (d *Backend) Start(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "start", func(ctx context.Context, n *dockerNode) error {
 		if n.running {
 			return nil
@@ -52,7 +55,7 @@ func (d *Docker) Start(ctx context.Context, i int) error {
 
 // Restart implements Backend: kill and start with data; without, a new
 // container on a new, empty volume.
-func (d *Docker) Restart(ctx context.Context, i int, withData bool) error {
+func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	return d.withNode(ctx, i, "restart", func(ctx context.Context, n *dockerNode) error {
 		if !withData {
 			return n.recreate(ctx, false)
@@ -65,10 +68,10 @@ func (d *Docker) Restart(ctx context.Context, i int, withData bool) error {
 }
 
 // Pause implements Backend: docker pause.
-func (d *Docker) Pause(ctx context.Context, i int) error {
+func (d *Backend) Pause(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "pause", func(ctx context.Context, n *dockerNode) error {
 		if !n.running {
-			return ErrNotRunning
+			return backend.ErrNotRunning
 		}
 		if n.paused {
 			return nil
@@ -82,10 +85,10 @@ func (d *Docker) Pause(ctx context.Context, i int) error {
 }
 
 // Resume implements Backend: docker unpause.
-func (d *Docker) Resume(ctx context.Context, i int) error {
+func (d *Backend) Resume(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "resume", func(ctx context.Context, n *dockerNode) error {
 		if !n.running {
-			return ErrNotRunning
+			return backend.ErrNotRunning
 		}
 		if !n.paused {
 			return nil
@@ -100,18 +103,18 @@ func (d *Docker) Resume(ctx context.Context, i int) error {
 
 // Partition implements Backend: the proxy drops every byte at once, then
 // the container is disconnected from its network.
-func (d *Docker) Partition(ctx context.Context, i int) error {
+func (d *Backend) Partition(ctx context.Context, i int) error {
 	n, err := d.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: partition: %w", err)
+		return fmt.Errorf("docker: partition: %w", err)
 	}
-	n.net.setPartitioned(true)
+	n.net.SetPartitioned(true)
 	return d.withNode(ctx, i, "partition", func(ctx context.Context, n *dockerNode) error {
 		n.partitioned = true
 		if err := n.cut(ctx); err != nil {
 			// Not partitioned then: a failed fault gets no undo.
 			n.partitioned = false
-			n.net.setPartitioned(false)
+			n.net.SetPartitioned(false)
 			return err
 		}
 		return nil
@@ -123,12 +126,12 @@ func (d *Docker) Partition(ctx context.Context, i int) error {
 // through. The proxy lets them through even if reconnecting failed (the
 // error is returned): a node left cut off for good would be a fault nobody
 // planned.
-func (d *Docker) Heal(ctx context.Context, i int) error {
+func (d *Backend) Heal(ctx context.Context, i int) error {
 	n, err := d.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: heal: %w", err)
+		return fmt.Errorf("docker: heal: %w", err)
 	}
-	defer n.net.setPartitioned(false)
+	defer n.net.SetPartitioned(false)
 	return d.withNode(ctx, i, "heal", func(ctx context.Context, n *dockerNode) error {
 		n.partitioned = false
 		return n.join(ctx)
@@ -137,27 +140,27 @@ func (d *Docker) Heal(ctx context.Context, i int) error {
 
 // SetLatency implements Backend: the proxy holds each request for d/2 and
 // each reply for the other half.
-func (d *Docker) SetLatency(_ context.Context, i int, lat time.Duration) error {
+func (d *Backend) SetLatency(_ context.Context, i int, lat time.Duration) error {
 	if lat < 0 {
-		return fmt.Errorf("backend: latency %v: want >= 0", lat)
+		return fmt.Errorf("docker: latency %v: want >= 0", lat)
 	}
 	n, err := d.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: latency: %w", err)
+		return fmt.Errorf("docker: latency: %w", err)
 	}
-	n.net.setLatency(lat)
+	n.net.SetLatency(lat)
 	return nil
 }
 
 // SetClockSkew implements Backend: the container is recreated on its volume
 // (so with its data) with libfaketime preloaded, or without it for "".
-func (d *Docker) SetClockSkew(ctx context.Context, i int, spec string) error {
+func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 	if spec != "" {
-		if err := checkSkewSpec(spec); err != nil {
+		if err := faketime.CheckSpec(spec); err != nil {
 			return err
 		}
 		if !d.faketime {
-			return fmt.Errorf("backend: clock skew %q on node %d: image %s has no %s: %w", spec, i, d.cfg.image, faketimePath, ErrNoFaketime)
+			return fmt.Errorf("docker: clock skew %q on node %d: image %s has no %s: %w", spec, i, d.cfg.image, faketimePath, backend.ErrNoFaketime)
 		}
 	}
 	return d.withNode(ctx, i, "clock skew", func(ctx context.Context, n *dockerNode) error {

@@ -1,4 +1,4 @@
-package backend_test
+package docker_test
 
 import (
 	"context"
@@ -10,24 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
 
 // newDockerBackend starts n container nodes from $FENCEDLOCK_REDIS_IMAGE
-// (default: NewDocker's), closed at the end of the test, which then checks
+// (default: New's), closed at the end of the test, which then checks
 // that nothing of this process was left in the engine.
-func newDockerBackend(t *testing.T, n int, opts ...backend.DockerOption) *backend.Docker {
+func newDockerBackend(t *testing.T, n int, opts ...docker.Option) *docker.Backend {
 	t.Helper()
 	testenv.RequireDocker(t)
-	if _, err := backend.SweepDocker(t.Context()); err != nil {
+	if _, err := docker.Sweep(t.Context()); err != nil {
 		t.Logf("sweeping what dead runs left: %v", err)
 	}
 	if img := os.Getenv("FENCEDLOCK_REDIS_IMAGE"); img != "" {
-		opts = append([]backend.DockerOption{backend.WithImage(img)}, opts...)
+		opts = append([]docker.Option{docker.WithImage(img)}, opts...)
 	}
-	b, err := backend.NewDocker(t.Context(), n, opts...)
-	if errors.Is(err, backend.ErrNoImage) {
+	b, err := docker.New(t.Context(), n, opts...)
+	if errors.Is(err, docker.ErrNoImage) {
 		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", err)
 	}
 	if err != nil {
@@ -37,7 +37,7 @@ func newDockerBackend(t *testing.T, n int, opts ...backend.DockerOption) *backen
 		if err := b.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		left, err := backend.SweepDocker(context.Background(), backend.SweepOwn())
+		left, err := docker.Sweep(context.Background(), docker.SweepOwn())
 		if err != nil {
 			t.Errorf("sweep: %v", err)
 		}
@@ -57,7 +57,7 @@ func dockerCLI(ctx context.Context, args ...string) (string, error) {
 }
 
 // containerID is node i's container.
-func containerID(t *testing.T, b *backend.Docker, i int) string {
+func containerID(t *testing.T, b *docker.Backend, i int) string {
 	t.Helper()
 	id, err := b.ContainerID(i)
 	if err != nil {
@@ -68,7 +68,7 @@ func containerID(t *testing.T, b *backend.Docker, i int) string {
 
 // pingByAlias runs redis-cli inside node from's container against node to's
 // alias on the backend's network: what another container there would see.
-func pingByAlias(t *testing.T, b *backend.Docker, from, to int) error {
+func pingByAlias(t *testing.T, b *docker.Backend, from, to int) error {
 	t.Helper()
 	out, err := dockerCLI(t.Context(), "exec", containerID(t, b, from),
 		"redis-cli", "-h", fmt.Sprintf("node%d", to), "ping")
@@ -83,7 +83,7 @@ func pingByAlias(t *testing.T, b *backend.Docker, from, to int) error {
 
 // networks lists the networks node i's container is attached to, with
 // their aliases.
-func networks(t *testing.T, b *backend.Docker, i int) string {
+func networks(t *testing.T, b *docker.Backend, i int) string {
 	t.Helper()
 	out, err := dockerCLI(t.Context(), "inspect", "--format",
 		`{{range $k, $v := .NetworkSettings.Networks}}{{$k}}={{join $v.Aliases ","}};{{end}}`, containerID(t, b, i))

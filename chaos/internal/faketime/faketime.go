@@ -1,4 +1,4 @@
-package backend
+package faketime
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// findFaketime returns the path of libfaketime.so.1, or "" if it is missing.
+// Find returns the path of libfaketime.so.1, or "" if it is missing.
 // It looks where Debian and a source install put it, globbing the
 // architecture directory rather than writing it out.
-func findFaketime() string {
+func Find() string {
 	for _, g := range []string{
 		"/usr/lib/*/faketime/libfaketime.so.1",
 		"/usr/lib/faketime/libfaketime.so.1",
@@ -23,7 +23,7 @@ func findFaketime() string {
 	return ""
 }
 
-// faketimeEnv is the environment that runs redis-server on a fake wall clock.
+// Env is the environment that runs redis-server on a fake wall clock.
 //
 //   - LD_PRELOAD lists glibc after libfaketime. Debian's redis-server links
 //     jemalloc, and jemalloc's initialisation calls clock_gettime, which
@@ -38,7 +38,7 @@ func findFaketime() string {
 //   - FAKETIME_DONT_FAKE_MONOTONIC: Redis 7 expires keys by the wall clock
 //     (mstime, from gettimeofday); the monotonic clock drives its event loop
 //     and client timeouts, which are left real.
-func faketimeEnv(lib, spec string) []string {
+func Env(lib, spec string) []string {
 	return []string{
 		"LD_PRELOAD=" + lib + " libc.so.6",
 		"FAKETIME=" + spec,
@@ -46,14 +46,14 @@ func faketimeEnv(lib, spec string) []string {
 	}
 }
 
-// checkSkewSpec rejects what libfaketime would not read as a relative or
+// CheckSpec rejects what libfaketime would not read as a relative or
 // absolute time ("+30s", "-1h", "+0 x2", "@2026-01-01 00:00:00").
-func checkSkewSpec(spec string) error {
+func CheckSpec(spec string) error {
 	if strings.ContainsAny(spec, "\x00\n\r") || strings.TrimSpace(spec) != spec {
-		return fmt.Errorf("backend: clock skew %q: stray whitespace or control characters", spec)
+		return fmt.Errorf("clock skew %q: stray whitespace or control characters", spec)
 	}
 	if !strings.ContainsRune("+-@0123456789", rune(spec[0])) {
-		return fmt.Errorf("backend: clock skew %q: want libfaketime's FAKETIME syntax, e.g. \"+30s\" or \"+0 x2\"", spec)
+		return fmt.Errorf("clock skew %q: want libfaketime's FAKETIME syntax, e.g. \"+30s\" or \"+0 x2\"", spec)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package backend
+package netfault
 
 import (
 	"sync"
@@ -15,7 +15,7 @@ const gateType = "fencedlock_gate"
 
 func init() { toxics.Register(gateType, new(gate)) }
 
-// netState is what a node's proxy does to the bytes crossing it: pass them,
+// State is what a node's proxy does to the bytes crossing it: pass them,
 // delay them, or drop them all (a partition). The proxy's two gates, one per
 // direction, share it.
 //
@@ -25,7 +25,7 @@ func init() { toxics.Register(gateType, new(gate)) }
 // which can strand a link's goroutines when data arrives during the removal.
 // The gates are installed once, before the proxy starts, and never changed;
 // faults only change this state, under its mutex.
-type netState struct {
+type State struct {
 	mu          sync.Mutex // protects partitioned, latency, changed
 	partitioned bool
 	latency     time.Duration // per round trip: half on the way in, half on the way out
@@ -35,23 +35,26 @@ type netState struct {
 	closeOnce sync.Once
 }
 
-func newNetState() *netState {
-	return &netState{changed: make(chan struct{}), done: make(chan struct{})}
+// NewState returns a state that passes every byte at once.
+func NewState() *State {
+	return &State{changed: make(chan struct{}), done: make(chan struct{})}
 }
 
-type netView struct {
-	partitioned bool
-	latency     time.Duration
-	changed     <-chan struct{}
+// View is a State as it was at one moment.
+type View struct {
+	Partitioned bool
+	Latency     time.Duration
+	Changed     <-chan struct{} // closed at the next change
 }
 
-func (s *netState) view() netView {
+// View returns the state now.
+func (s *State) View() View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return netView{s.partitioned, s.latency, s.changed}
+	return View{s.partitioned, s.latency, s.changed}
 }
 
-func (s *netState) update(f func()) {
+func (s *State) update(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
@@ -59,11 +62,17 @@ func (s *netState) update(f func()) {
 	s.changed = make(chan struct{})
 }
 
-func (s *netState) setPartitioned(p bool) { s.update(func() { s.partitioned = p }) }
+// SetPartitioned drops every byte (true) or passes them again (false).
+func (s *State) SetPartitioned(p bool) { s.update(func() { s.partitioned = p }) }
 
-func (s *netState) setLatency(d time.Duration) { s.update(func() { s.latency = d }) }
+// SetLatency delays each round trip by d; 0 removes the delay.
+func (s *State) SetLatency(d time.Duration) { s.update(func() { s.latency = d }) }
 
-func (s *netState) close() { s.closeOnce.Do(func() { close(s.done) }) }
+// Done is closed by Close.
+func (s *State) Done() <-chan struct{} { return s.done }
+
+// Close stops the gates from holding data back, for good.
+func (s *State) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 // gate is the toxic at the end of each direction of a node's proxy. Under a
 // partition it drops every chunk (the bytes are lost, as on a link that drops
@@ -76,8 +85,8 @@ func (s *netState) close() { s.closeOnce.Do(func() { close(s.done) }) }
 // stream, so neither the stubs before it nor a link whose writer has died
 // can be stranded (toxiproxy's own toxics can block on such a link for good).
 type gate struct {
-	st       *netState // set once, before the proxy starts
-	upstream bool      // client to server
+	st       *State // set once, before the proxy starts
+	upstream bool   // client to server
 }
 
 // GetBufferSize lets the proxy keep reading while chunks wait out the latency
@@ -121,11 +130,11 @@ func (g *gate) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
 		}
 	}()
 	for {
-		v := g.st.view()
-		if v.partitioned {
+		v := g.st.View()
+		if v.Partitioned {
 			return true // dropped
 		}
-		wait := g.share(v.latency) - time.Since(c.Timestamp)
+		wait := g.share(v.Latency) - time.Since(c.Timestamp)
 		if wait <= 0 {
 			select {
 			case stub.Output <- c:
@@ -141,7 +150,7 @@ func (g *gate) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
 		}
 		select {
 		case <-timer.C:
-		case <-v.changed: // healed, partitioned or latency changed: look again
+		case <-v.Changed: // healed, partitioned or latency changed: look again
 		case <-g.st.done:
 			return false
 		}

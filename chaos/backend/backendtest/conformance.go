@@ -1,4 +1,4 @@
-package backend_test
+package backendtest
 
 import (
 	"errors"
@@ -12,18 +12,15 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 )
 
-// The checks every Backend must pass, run against each implementation by
-// its own tests (which add what is particular to it).
-
-// directBackend is a Backend that can also be reached around its proxies.
-type directBackend interface {
+// DirectBackend is a Backend that can also be reached around its proxies.
+type DirectBackend interface {
 	backend.Backend
 	backend.Direct
 }
 
-// checkNodes: n nodes, indexed in order, each behind a loopback proxy of its
+// CheckNodes: n nodes, indexed in order, each behind a loopback proxy of its
 // own that answers PING.
-func checkNodes(t *testing.T, b directBackend, n int) {
+func CheckNodes(t *testing.T, b DirectBackend, n int) {
 	t.Helper()
 	nodes := b.Nodes()
 	if len(nodes) != n {
@@ -45,7 +42,7 @@ func checkNodes(t *testing.T, b directBackend, n int) {
 		if host, _, _ := net.SplitHostPort(node.Addr()); host != "127.0.0.1" {
 			t.Errorf("node %d listens on %s, want loopback", i, node.Addr())
 		}
-		if err := newClient(t, node.Addr()).Ping(t.Context()).Err(); err != nil {
+		if err := NewClient(t, node.Addr()).Ping(t.Context()).Err(); err != nil {
 			t.Errorf("node %d: PING through proxy: %v", i, err)
 		}
 	}
@@ -54,9 +51,9 @@ func checkNodes(t *testing.T, b directBackend, n int) {
 	}
 }
 
-// checkBadNodeIndex: every operation on a node that does not exist fails
+// CheckBadNodeIndex: every operation on a node that does not exist fails
 // with ErrNoNode (b has one node); extra adds implementation-specific ones.
-func checkBadNodeIndex(t *testing.T, b directBackend, extra map[string]func(i int) error) {
+func CheckBadNodeIndex(t *testing.T, b DirectBackend, extra map[string]func(i int) error) {
 	t.Helper()
 	ctx := t.Context()
 	ops := map[string]func(i int) error{
@@ -86,13 +83,13 @@ func checkBadNodeIndex(t *testing.T, b directBackend, extra map[string]func(i in
 	}
 }
 
-// checkKillAndStartKeepData: a killed node answers nothing, cannot be
+// CheckKillAndStartKeepData: a killed node answers nothing, cannot be
 // paused, and comes back with its data at the same client address; Kill and
 // Start are idempotent. whileDown runs while node 1 is down.
-func checkKillAndStartKeepData(t *testing.T, b backend.Backend, whileDown func()) {
+func CheckKillAndStartKeepData(t *testing.T, b backend.Backend, whileDown func()) {
 	t.Helper()
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[1].Addr())
+	c := NewClient(t, b.Nodes()[1].Addr())
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +115,8 @@ func checkKillAndStartKeepData(t *testing.T, b backend.Backend, whileDown func()
 		t.Fatalf("Start of a running node: %v", err)
 	}
 	// The same client, at the same address: go-redis dials again.
-	eventually(t, 2*time.Second, "GET after start", func() error {
-		v, err := get(ctx, c, "k")
+	Eventually(t, 2*time.Second, "GET after start", func() error {
+		v, err := Get(ctx, c, "k")
 		if err == nil && v != "v" {
 			return fmt.Errorf("got %q, want %q", v, "v")
 		}
@@ -127,8 +124,8 @@ func checkKillAndStartKeepData(t *testing.T, b backend.Backend, whileDown func()
 	})
 }
 
-// checkRestart: a restart with data keeps it, one without comes back empty.
-func checkRestart(t *testing.T, newB func(t *testing.T) backend.Backend) {
+// CheckRestart: a restart with data keeps it, one without comes back empty.
+func CheckRestart(t *testing.T, newB func(t *testing.T) backend.Backend) {
 	for _, tc := range []struct {
 		withData bool
 		want     string
@@ -136,15 +133,15 @@ func checkRestart(t *testing.T, newB func(t *testing.T) backend.Backend) {
 		t.Run(fmt.Sprintf("withData=%v", tc.withData), func(t *testing.T) {
 			b := newB(t)
 			ctx := t.Context()
-			c := newClient(t, b.Nodes()[0].Addr())
+			c := NewClient(t, b.Nodes()[0].Addr())
 			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Restart(ctx, 0, tc.withData); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 2*time.Second, "GET after restart", func() error {
-				v, err := get(ctx, c, "k")
+			Eventually(t, 2*time.Second, "GET after restart", func() error {
+				v, err := Get(ctx, c, "k")
 				if err == nil && v != tc.want {
 					return fmt.Errorf("got %q, want %q", v, tc.want)
 				}
@@ -154,14 +151,14 @@ func checkRestart(t *testing.T, newB func(t *testing.T) backend.Backend) {
 	}
 }
 
-// checkPartitionDrops partitions node i after writing k=v through its
+// CheckPartitionDrops partitions node i after writing k=v through its
 // proxy, and checks what clients see: a request on an open connection is
 // dropped and times out (not refused), and a new connection gets nothing
 // back. It returns the client of the open connection.
-func checkPartitionDrops(t *testing.T, b backend.Backend, i int) *redis.Client {
+func CheckPartitionDrops(t *testing.T, b backend.Backend, i int) *redis.Client {
 	t.Helper()
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[i].Addr())
+	c := NewClient(t, b.Nodes()[i].Addr())
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +174,7 @@ func checkPartitionDrops(t *testing.T, b backend.Backend, i int) *redis.Client {
 	if took := time.Since(start); took < 100*time.Millisecond {
 		t.Fatalf("SET during partition failed after %v: want a timeout, not a refusal", took)
 	}
-	if err := newClient(t, b.Nodes()[i].Addr()).Ping(ctx).Err(); err == nil {
+	if err := NewClient(t, b.Nodes()[i].Addr()).Ping(ctx).Err(); err == nil {
 		t.Fatal("a new client got through the partition")
 	}
 	return c

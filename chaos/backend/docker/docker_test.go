@@ -1,4 +1,4 @@
-package backend_test
+package docker_test
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 )
 
 func TestDockerNodes(t *testing.T) {
 	b := newDockerBackend(t, 3)
-	checkNodes(t, b, 3)
+	backendtest.CheckNodes(t, b, 3)
 	for i := range 3 {
 		if nets := networks(t, b, i); !strings.Contains(nets, b.Network()+"=") || !strings.Contains(nets, fmt.Sprintf("node%d", i)) {
 			t.Errorf("node %d: networks %q, want %s with alias node%d", i, nets, b.Network(), i)
@@ -25,14 +27,14 @@ func TestDockerNodes(t *testing.T) {
 		t.Errorf("node 0 -> node2: %v", err)
 	}
 	labels, err := dockerCLI(t.Context(), "inspect", "--format", "{{json .Config.Labels}}", containerID(t, b, 1))
-	if err != nil || !strings.Contains(labels, `"`+backend.LabelChaos+`":"1"`) || !strings.Contains(labels, backend.LabelOwner) {
-		t.Errorf("labels %s (%v): want %s and %s", labels, err, backend.LabelChaos, backend.LabelOwner)
+	if err != nil || !strings.Contains(labels, `"`+docker.LabelChaos+`":"1"`) || !strings.Contains(labels, docker.LabelOwner) {
+		t.Errorf("labels %s (%v): want %s and %s", labels, err, docker.LabelChaos, docker.LabelOwner)
 	}
 }
 
 func TestDockerBadNodeIndex(t *testing.T) {
 	b := newDockerBackend(t, 1)
-	checkBadNodeIndex(t, b, map[string]func(int) error{
+	backendtest.CheckBadNodeIndex(t, b, map[string]func(int) error{
 		"Container": func(i int) error { _, err := b.ContainerID(i); return err },
 	})
 	for _, spec := range []string{" +1s", "x2", "now"} {
@@ -45,7 +47,7 @@ func TestDockerBadNodeIndex(t *testing.T) {
 func TestDockerKillAndStartKeepData(t *testing.T) {
 	b := newDockerBackend(t, 2)
 	before, _ := b.DirectAddr(1)
-	checkKillAndStartKeepData(t, b, func() {
+	backendtest.CheckKillAndStartKeepData(t, b, func() {
 		if _, err := b.DirectAddr(1); err == nil {
 			t.Fatal("a killed node has a published port")
 		}
@@ -55,13 +57,13 @@ func TestDockerKillAndStartKeepData(t *testing.T) {
 }
 
 func TestDockerRestart(t *testing.T) {
-	checkRestart(t, func(t *testing.T) backend.Backend { return newDockerBackend(t, 1) })
+	backendtest.CheckRestart(t, func(t *testing.T) backend.Backend { return newDockerBackend(t, 1) })
 }
 
 func TestDockerPauseAndResume(t *testing.T) {
 	b := newDockerBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestDockerPauseAndResume(t *testing.T) {
 	if err := b.Resume(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "PING after resume", func() error { return c.Ping(ctx).Err() })
+	backendtest.Eventually(t, 2*time.Second, "PING after resume", func() error { return c.Ping(ctx).Err() })
 	if err := b.Resume(ctx, 0); err != nil {
 		t.Fatalf("Resume of a running node: %v", err)
 	}
@@ -93,8 +95,8 @@ func TestDockerPauseAndResume(t *testing.T) {
 	if err := b.Restart(ctx, 0, true); err != nil {
 		t.Fatalf("Restart of a paused node: %v", err)
 	}
-	eventually(t, 2*time.Second, "GET after restarting a paused node", func() error {
-		v, err := get(ctx, c, "k")
+	backendtest.Eventually(t, 2*time.Second, "GET after restarting a paused node", func() error {
+		v, err := backendtest.Get(ctx, c, "k")
 		if err == nil && v != "v" {
 			return fmt.Errorf("got %q", v)
 		}
@@ -105,7 +107,7 @@ func TestDockerPauseAndResume(t *testing.T) {
 func TestDockerPartitionAndHeal(t *testing.T) {
 	b := newDockerBackend(t, 2)
 	ctx := t.Context()
-	c := checkPartitionDrops(t, b, 1)
+	c := backendtest.CheckPartitionDrops(t, b, 1)
 	// The container is off its network: other containers cannot reach it.
 	if nets := networks(t, b, 1); strings.Contains(nets, b.Network()) {
 		t.Fatalf("partitioned container is still on %s: %q", b.Network(), nets)
@@ -114,21 +116,21 @@ func TestDockerPartitionAndHeal(t *testing.T) {
 		t.Fatal("node 0 reached node1 by alias during the partition")
 	}
 	// Other nodes are not affected.
-	if err := newClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
+	if err := backendtest.NewClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
 		t.Fatalf("node 0 during node 1's partition: %v", err)
 	}
 
 	if err := b.Heal(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "GET through the same client after heal", func() error {
-		v, err := get(ctx, c, "k")
+	backendtest.Eventually(t, 2*time.Second, "GET through the same client after heal", func() error {
+		v, err := backendtest.Get(ctx, c, "k")
 		if err == nil && v != "v" {
 			return fmt.Errorf("got %q", v)
 		}
 		return err
 	})
-	if v, err := get(ctx, c, "lost"); err != nil || v != "" {
+	if v, err := backendtest.Get(ctx, c, "lost"); err != nil || v != "" {
 		t.Fatalf("SET sent during the partition reached the node: %q, %v", v, err)
 	}
 	if nets := networks(t, b, 1); !strings.Contains(nets, b.Network()+"=") || !strings.Contains(nets, "node1") {
@@ -144,7 +146,7 @@ func TestDockerPartitionAndHeal(t *testing.T) {
 func TestDockerPartitionOfStoppedNode(t *testing.T) {
 	b := newDockerBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +165,8 @@ func TestDockerPartitionOfStoppedNode(t *testing.T) {
 	if err := b.Heal(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "GET after heal", func() error {
-		v, err := get(ctx, c, "k")
+	backendtest.Eventually(t, 2*time.Second, "GET after heal", func() error {
+		v, err := backendtest.Get(ctx, c, "k")
 		if err == nil && v != "v" {
 			return fmt.Errorf("got %q", v)
 		}
@@ -177,17 +179,17 @@ func TestDockerLatency(t *testing.T) {
 	ctx := t.Context()
 	c := redis.NewClient(&redis.Options{Addr: b.Nodes()[0].Addr(), ReadTimeout: 30 * time.Second, MaxRetries: -1, PoolSize: 1})
 	t.Cleanup(func() { _ = c.Close() })
-	d := latencyFor(minRTT(t, c, 5))
+	d := backendtest.LatencyFor(backendtest.MinRTT(t, c, 5))
 	if err := b.SetLatency(ctx, 0, d); err != nil {
 		t.Fatal(err)
 	}
-	if got := minRTT(t, c, 3); got < d {
+	if got := backendtest.MinRTT(t, c, 3); got < d {
 		t.Fatalf("PING with %v latency took %v", d, got)
 	}
 	if err := b.SetLatency(ctx, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := minRTT(t, c, 5); got >= d {
+	if got := backendtest.MinRTT(t, c, 5); got >= d {
 		t.Fatalf("PING after latency removed still takes %v", got)
 	}
 }

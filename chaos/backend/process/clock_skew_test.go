@@ -1,4 +1,4 @@
-package backend_test
+package process_test
 
 import (
 	"errors"
@@ -6,61 +6,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/fencedlock/fencedlock/chaos/backend"
-	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/process"
 )
 
-// serverTime is the node's clock, read with TIME.
-func serverTime(t *testing.T, c *redis.Client) time.Time {
-	t.Helper()
-	var tm time.Time
-	eventually(t, 2*time.Second, "TIME", func() error {
-		var err error
-		tm, err = c.Time(t.Context()).Result()
-		return err
-	})
-	return tm
-}
-
-func requireFaketime(t *testing.T) {
-	t.Helper()
-	if !skewOK() {
-		testenv.SkipOrFail(t, "libfaketime is not installed (scripts/deps.sh; Debian: apt-get install libfaketime)")
-	}
-}
-
 func TestClockSkewOffset(t *testing.T) {
-	requireFaketime(t)
+	backendtest.RequireFaketime(t)
 	b := newBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetClockSkew(ctx, 0, "+30s"); err != nil {
 		t.Fatal(err)
 	}
-	off := time.Until(serverTime(t, c))
+	off := time.Until(backendtest.ServerTime(t, c))
 	t.Logf("TIME is %v ahead", off)
 	if off < 25*time.Second || off > 35*time.Second {
 		t.Fatalf("skewed node's TIME is %v off, want about +30s", off)
 	}
-	if v, err := get(ctx, c, "k"); err != nil || v != "v" {
+	if v, err := backendtest.Get(ctx, c, "k"); err != nil || v != "v" {
 		t.Fatalf("data after skew restart: %q, %v", v, err)
 	}
 	// The skew survives a restart until it is removed.
 	if err := b.Restart(ctx, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if off := time.Until(serverTime(t, c)); off < 25*time.Second {
+	if off := time.Until(backendtest.ServerTime(t, c)); off < 25*time.Second {
 		t.Fatalf("after restart TIME is %v off, want the skew kept", off)
 	}
 	if err := b.SetClockSkew(ctx, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	if off := time.Until(serverTime(t, c)); off < -5*time.Second || off > 5*time.Second {
+	if off := time.Until(backendtest.ServerTime(t, c)); off < -5*time.Second || off > 5*time.Second {
 		t.Fatalf("after removing the skew TIME is %v off", off)
 	}
 }
@@ -68,23 +48,23 @@ func TestClockSkewOffset(t *testing.T) {
 // TestClockSkewRateExpiresKeysEarly checks that "+0 x2" reaches what Redis
 // expires keys by, not just TIME: a key with PX 600 is gone in about 300ms.
 func TestClockSkewRateExpiresKeysEarly(t *testing.T) {
-	requireFaketime(t)
+	backendtest.RequireFaketime(t)
 	b := newBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := b.SetClockSkew(ctx, 0, "+0 x2"); err != nil {
 		t.Fatal(err)
 	}
 
 	// TIME advances at twice the real rate.
-	real0, srv0 := time.Now(), serverTime(t, c)
-	eventually(t, 2*time.Second, "200ms of real time", func() error {
+	real0, srv0 := time.Now(), backendtest.ServerTime(t, c)
+	backendtest.Eventually(t, 2*time.Second, "200ms of real time", func() error {
 		if time.Since(real0) < 200*time.Millisecond {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-	real1, srv1 := time.Now(), serverTime(t, c)
+	real1, srv1 := time.Now(), backendtest.ServerTime(t, c)
 	rate := float64(srv1.Sub(srv0)) / float64(real1.Sub(real0))
 	t.Logf("server clock rate %.2f", rate)
 	if rate < 1.5 || rate > 2.5 {
@@ -97,7 +77,7 @@ func TestClockSkewRateExpiresKeysEarly(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", px).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "key expiry", func() error {
+	backendtest.Eventually(t, 2*time.Second, "key expiry", func() error {
 		n, err := c.Exists(ctx, "k").Result()
 		if err == nil && n != 0 {
 			return errors.New("key still there")
@@ -112,7 +92,7 @@ func TestClockSkewRateExpiresKeysEarly(t *testing.T) {
 }
 
 func TestClockSkewWithoutFaketime(t *testing.T) {
-	b := newBackend(t, 1, backend.WithFaketime(filepath.Join(t.TempDir(), "libfaketime.so.1")))
+	b := newBackend(t, 1, process.WithFaketime(filepath.Join(t.TempDir(), "libfaketime.so.1")))
 	ctx := t.Context()
 	if err := b.SetClockSkew(ctx, 0, "+30s"); !errors.Is(err, backend.ErrNoFaketime) {
 		t.Fatalf("SetClockSkew without libfaketime = %v, want ErrNoFaketime", err)
@@ -121,7 +101,7 @@ func TestClockSkewWithoutFaketime(t *testing.T) {
 	if err := b.SetClockSkew(ctx, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := newClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
+	if err := backendtest.NewClient(t, b.Nodes()[0].Addr()).Ping(ctx).Err(); err != nil {
 		t.Fatalf("node after a refused skew: %v", err)
 	}
 }
@@ -133,12 +113,7 @@ func TestClockSkewBadSpec(t *testing.T) {
 			t.Errorf("spec %q accepted", spec)
 		}
 	}
-	if err := newClient(t, b.Nodes()[0].Addr()).Ping(t.Context()).Err(); err != nil {
+	if err := backendtest.NewClient(t, b.Nodes()[0].Addr()).Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("node after rejected specs: %v", err)
 	}
-}
-
-func skewOK() bool {
-	m, _ := filepath.Glob("/usr/lib/*/faketime/libfaketime.so.1")
-	return len(m) > 0
 }

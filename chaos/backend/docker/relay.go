@@ -1,10 +1,12 @@
-package backend
+package docker
 
 import (
 	"io"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
 )
 
 // relay is the hop between a container node's fault proxy and the container.
@@ -22,8 +24,8 @@ import (
 // partition looks like packet loss to clients, not like a refusal.
 type relay struct {
 	ln   net.Listener
-	st   *netState     // the node's fault state, shared with its proxy's gates
-	done chan struct{} // closed by close
+	st   *netfault.State // the node's fault state, shared with its proxy's gates
+	done chan struct{}   // closed by close
 
 	mu       sync.Mutex // protects upstream, conns, closed
 	upstream string     // the container's published address; "" while down
@@ -37,7 +39,7 @@ type relay struct {
 // engine it answers in microseconds or refuses at once.
 const dialTimeout = time.Second
 
-func newRelay(st *netState) (*relay, error) {
+func newRelay(st *netfault.State) (*relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -105,7 +107,7 @@ func (r *relay) accept() {
 
 // serve forwards c to the container until either side ends.
 func (r *relay) serve(c net.Conn) {
-	if r.st.view().partitioned {
+	if r.st.View().Partitioned {
 		r.hold(c)
 		return
 	}
@@ -137,19 +139,19 @@ func (r *relay) serve(c net.Conn) {
 // and returns when the partition heals, the client closes c, or the relay
 // closes. It returns at once if the node is not partitioned.
 func (r *relay) hold(c net.Conn) {
-	if !r.st.view().partitioned {
+	if !r.st.View().Partitioned {
 		return
 	}
 	gone := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, c); close(gone) }()
 	defer func() { _ = c.Close(); <-gone }()
 	for {
-		v := r.st.view()
-		if !v.partitioned {
+		v := r.st.View()
+		if !v.Partitioned {
 			return
 		}
 		select {
-		case <-v.changed:
+		case <-v.Changed:
 		case <-gone:
 			return
 		case <-r.done:

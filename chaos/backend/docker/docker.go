@@ -1,4 +1,9 @@
-package backend
+// Package docker is the container backend of the chaos harness: each node a
+// Redis container (through testcontainers-go) on a private Docker network,
+// behind an in-process fault proxy whose address clients keep across
+// restarts. It implements backend.Backend and backend.Direct. Sweep removes
+// what runs that died left behind.
+package docker
 
 import (
 	"context"
@@ -17,9 +22,12 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
 )
 
-// Docker is the container Backend: N Redis containers from one image, on a
+// Backend is the container backend.Backend: N Redis containers from one image, on a
 // private Docker network of their own (node i answers to the alias "node<i>"
 // there), each with a named volume at /data holding its append-only file
 // (fsynced at every write), all created through testcontainers-go. Clients
@@ -35,7 +43,7 @@ import (
 //     alias and clock.
 //   - Pause, Resume: docker pause, unpause (the cgroup freezer): connections
 //     stay open and nothing is answered.
-//   - Partition: the proxy drops every byte both ways, as in Process, and the
+//   - Partition: the proxy drops every byte both ways, as in package process, and the
 //     container is disconnected from its network (docker network
 //     disconnect), so it is cut off there too. Docker drops the published
 //     port with it; the relay keeps the clients' connections open and
@@ -43,12 +51,12 @@ import (
 //     for PING on the new published port, and lets bytes through: clients
 //     see timeouts during the partition, then their open connections close
 //     and they dial again.
-//   - SetLatency: the proxy, as in Process.
+//   - SetLatency: the proxy, as in package process.
 //   - SetClockSkew: a container's environment cannot change, so the
 //     container is recreated on the same volume (its data kept) with
 //     libfaketime preloaded, the same recipe as Process. The image must hold
 //     /usr/lib/faketime/libfaketime.so.1 (scripts/redis-image.sh puts it
-//     there; the public redis image has none: ErrNoFaketime).
+//     there; the public redis image has none: backend.ErrNoFaketime).
 //
 // A node operation, once begun, is carried through even if its ctx ends
 // (within a bound of its own): Docker takes tens to hundreds of milliseconds
@@ -56,11 +64,11 @@ import (
 // to undo it.
 //
 // Close removes every container, volume and network the Backend created, so
-// testcontainers' Ryuk reaper is not needed; SweepDocker removes those of a
-// process that died before it could close its Backend. A Docker is safe for
+// testcontainers' Ryuk reaper is not needed; Sweep removes those of a
+// process that died before it could close its Backend. A Backend is safe for
 // concurrent use; operations on one node are serialised.
-type Docker struct {
-	cfg      dockerConfig
+type Backend struct {
+	cfg      config
 	provider *testcontainers.DockerProvider
 	cli      client.APIClient
 	net      *testcontainers.DockerNetwork
@@ -77,8 +85,8 @@ type Docker struct {
 }
 
 var (
-	_ Backend = (*Docker)(nil)
-	_ Direct  = (*Docker)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Direct  = (*Backend)(nil)
 )
 
 // Images for Docker backends.
@@ -94,16 +102,16 @@ const (
 const faketimePath = "/usr/lib/faketime/libfaketime.so.1"
 
 var (
-	// ErrNoDocker: no Docker engine answered.
-	ErrNoDocker = errors.New("backend: no Docker engine")
+	// ErrNoEngine: no Docker engine answered.
+	ErrNoEngine = errors.New("docker: no Docker engine")
 	// ErrNoImage: the node image is not in the engine and could not be pulled.
-	ErrNoImage = errors.New("backend: Redis image not available (build one with scripts/redis-image.sh, or pull one)")
+	ErrNoImage = errors.New("docker: Redis image not available (build one with scripts/redis-image.sh, or pull one)")
 )
 
-// DockerOption configures NewDocker.
-type DockerOption func(*dockerConfig)
+// Option configures New.
+type Option func(*config)
 
-type dockerConfig struct {
+type config struct {
 	image        string
 	args         []string
 	startTimeout time.Duration
@@ -113,40 +121,40 @@ type dockerConfig struct {
 // WithImage sets the Redis image. Any image whose entrypoint runs
 // redis-server with the container's arguments works: LocalImage, or the
 // public redis images. Default: LocalImage if the engine has it, otherwise
-// PublicImage. A missing image is pulled once; if that fails, NewDocker
+// PublicImage. A missing image is pulled once; if that fails, New
 // returns ErrNoImage.
-func WithImage(ref string) DockerOption { return func(c *dockerConfig) { c.image = ref } }
+func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
-// WithContainerArgs adds redis-server arguments, e.g. "--maxmemory", "64mb".
-func WithContainerArgs(args ...string) DockerOption {
-	return func(c *dockerConfig) { c.args = append(c.args, args...) }
+// WithArgs adds redis-server arguments, e.g. "--maxmemory", "64mb".
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
 }
 
-// WithContainerStartTimeout bounds each wait for a container to answer PING
+// WithStartTimeout bounds each wait for a container to answer PING
 // after it starts. Default 30s.
-func WithContainerStartTimeout(d time.Duration) DockerOption {
-	return func(c *dockerConfig) { c.startTimeout = d }
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
 }
 
-// WithDockerLog sends testcontainers-go's progress messages to l (a
+// WithLog sends testcontainers-go's progress messages to l (a
 // *log.Logger, or a testing.T through testcontainers' log.TestLogger).
 // Default: none.
-func WithDockerLog(l interface{ Printf(format string, v ...any) }) DockerOption {
-	return func(c *dockerConfig) { c.logger = l }
+func WithLog(l interface{ Printf(format string, v ...any) }) Option {
+	return func(c *config) { c.logger = l }
 }
 
-// NewDocker creates the network, the volumes and n node containers, starts
+// New creates the network, the volumes and n node containers, starts
 // them and their proxies, and waits until each answers PING through its
 // proxy. ctx bounds the start only. On error, whatever was created is
 // removed again. The engine is found as testcontainers-go finds it
 // (DOCKER_HOST, Docker contexts, ~/.testcontainers.properties); with
 // TESTCONTAINERS_RYUK_DISABLED=true it starts no Ryuk container (whose image
 // must otherwise be pullable).
-func NewDocker(ctx context.Context, n int, opts ...DockerOption) (*Docker, error) {
+func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("backend: %d nodes: want at least 1", n)
+		return nil, fmt.Errorf("docker: %d nodes: want at least 1", n)
 	}
-	var cfg dockerConfig
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -158,16 +166,16 @@ func NewDocker(ctx context.Context, n int, opts ...DockerOption) (*Docker, error
 	}
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(cfg.logger))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoDocker, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoEngine, err)
 	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
-	d := &Docker{
+	d := &Backend{
 		cfg:      cfg,
 		provider: provider,
 		cli:      provider.Client(),
 		run:      hex.EncodeToString(id[:]),
-		server:   newProxyServer(),
+		server:   netfault.NewServer(),
 	}
 	d.labels = map[string]string{LabelChaos: "1", LabelRun: d.run, LabelOwner: owner()}
 	if err := d.setup(ctx, n); err != nil {
@@ -180,9 +188,9 @@ func NewDocker(ctx context.Context, n int, opts ...DockerOption) (*Docker, error
 	return d, nil
 }
 
-func (d *Docker) setup(ctx context.Context, n int) error {
+func (d *Backend) setup(ctx context.Context, n int) error {
 	if err := d.provider.Health(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoDocker, err)
+		return fmt.Errorf("%w: %w", ErrNoEngine, err)
 	}
 	if d.cfg.image == "" {
 		d.cfg.image = PublicImage
@@ -195,7 +203,7 @@ func (d *Docker) setup(ctx context.Context, n int) error {
 	}
 	nw, err := network.New(ctx, network.WithLabels(d.labels))
 	if err != nil {
-		return fmt.Errorf("backend: docker network: %w", err)
+		return fmt.Errorf("docker: docker network: %w", err)
 	}
 	d.net = nw
 	if err := d.findHost(ctx); err != nil {
@@ -207,7 +215,7 @@ func (d *Docker) setup(ctx context.Context, n int) error {
 			d.nodes = append(d.nodes, node) // so that Close removes it
 		}
 		if err != nil {
-			return fmt.Errorf("backend: node %d: %w", i, err)
+			return fmt.Errorf("docker: node %d: %w", i, err)
 		}
 		if i == 0 {
 			_, err := d.cli.ContainerStatPath(ctx, node.ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
@@ -218,14 +226,14 @@ func (d *Docker) setup(ctx context.Context, n int) error {
 }
 
 // Image is the image the nodes run.
-func (d *Docker) Image() string { return d.cfg.image }
+func (d *Backend) Image() string { return d.cfg.image }
 
 // Network is the name of the nodes' Docker network.
-func (d *Docker) Network() string { return d.net.Name }
+func (d *Backend) Network() string { return d.net.Name }
 
 // Nodes implements Backend.
-func (d *Docker) Nodes() []Node {
-	nodes := make([]Node, len(d.nodes))
+func (d *Backend) Nodes() []backend.Node {
+	nodes := make([]backend.Node, len(d.nodes))
 	for i, n := range d.nodes {
 		nodes[i] = n
 	}
@@ -235,7 +243,7 @@ func (d *Docker) Nodes() []Node {
 // DirectAddr implements Direct: the port Docker publishes for the container
 // now. It changes when the container starts again, and there is none while
 // the node is down or partitioned.
-func (d *Docker) DirectAddr(i int) (string, error) {
+func (d *Backend) DirectAddr(i int) (string, error) {
 	n, err := d.node(i)
 	if err != nil {
 		return "", err
@@ -243,7 +251,7 @@ func (d *Docker) DirectAddr(i int) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running || !n.connected {
-		return "", fmt.Errorf("backend: node %d has no published port now: %w", i, ErrNotRunning)
+		return "", fmt.Errorf("docker: node %d has no published port now: %w", i, backend.ErrNotRunning)
 	}
 	return n.published, nil
 }
@@ -252,7 +260,7 @@ func (d *Docker) DirectAddr(i int) (string, error) {
 // (docker logs, docker exec, docker inspect). A restart without data or a
 // clock change replaces the container. Do not stop, pause or remove it
 // behind the Backend's back: it keeps track of the container's state.
-func (d *Docker) ContainerID(i int) (string, error) {
+func (d *Backend) ContainerID(i int) (string, error) {
 	n, err := d.node(i)
 	if err != nil {
 		return "", err
@@ -260,33 +268,33 @@ func (d *Docker) ContainerID(i int) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.ctr == nil {
-		return "", fmt.Errorf("backend: node %d has no container now", i)
+		return "", fmt.Errorf("docker: node %d has no container now", i)
 	}
 	return n.ctr.GetContainerID(), nil
 }
 
-func (d *Docker) node(i int) (*dockerNode, error) {
+func (d *Backend) node(i int) (*dockerNode, error) {
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if i < 0 || i >= len(d.nodes) {
-		return nil, fmt.Errorf("backend: node %d of %d: %w", i, len(d.nodes), ErrNoNode)
+		return nil, fmt.Errorf("docker: node %d of %d: %w", i, len(d.nodes), backend.ErrNoNode)
 	}
 	return d.nodes[i], nil
 }
 
 // name is the container and volume name of node i.
-func (d *Docker) name(i int) string {
+func (d *Backend) name(i int) string {
 	return "fencedlock-chaos-" + d.run + "-node" + strconv.Itoa(i)
 }
 
 // Close implements Backend: proxies first, so clients see their connections
 // close, then the containers, volumes and network. Whatever it cannot remove
-// is reported and left to SweepDocker.
-func (d *Docker) Close() error {
+// is reported and left to Sweep.
+func (d *Backend) Close() error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -304,13 +312,13 @@ func (d *Docker) Close() error {
 	for _, n := range d.nodes {
 		n.mu.Lock() // let an operation in progress finish
 		if err := n.remove(ctx, true); err != nil {
-			errs = append(errs, fmt.Errorf("backend: close node %d: %w", n.index, err))
+			errs = append(errs, fmt.Errorf("docker: close node %d: %w", n.index, err))
 		}
 		n.mu.Unlock()
 	}
 	if d.net != nil {
 		if err := d.net.Remove(ctx); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("backend: close: remove network: %w", err))
+			errs = append(errs, fmt.Errorf("docker: close: remove network: %w", err))
 		}
 	}
 	// Anything of this run a failed step left behind (a container created
@@ -319,7 +327,7 @@ func (d *Docker) Close() error {
 		errs = append(errs, err)
 	}
 	if err := d.provider.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("backend: close docker client: %w", err))
+		errs = append(errs, fmt.Errorf("docker: close docker client: %w", err))
 	}
 	return errors.Join(errs...)
 }

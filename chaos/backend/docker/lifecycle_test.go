@@ -1,4 +1,4 @@
-package backend_test
+package docker_test
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
 
 func TestDockerClockSkew(t *testing.T) {
 	b := newDockerBackend(t, 1)
 	ctx := t.Context()
-	c := newClient(t, b.Nodes()[0].Addr())
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -26,28 +28,28 @@ func TestDockerClockSkew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := time.Until(serverTime(t, c))
+	off := time.Until(backendtest.ServerTime(t, c))
 	t.Logf("TIME is %v ahead", off)
 	if off < 25*time.Second || off > 35*time.Second {
 		t.Fatalf("skewed node's TIME is %v off, want about +30s", off)
 	}
-	if v, err := get(ctx, c, "k"); err != nil || v != "v" {
+	if v, err := backendtest.Get(ctx, c, "k"); err != nil || v != "v" {
 		t.Fatalf("data after skew restart: %q, %v", v, err)
 	}
 	// The skew survives a restart until it is removed.
 	if err := b.Restart(ctx, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if off := time.Until(serverTime(t, c)); off < 25*time.Second {
+	if off := time.Until(backendtest.ServerTime(t, c)); off < 25*time.Second {
 		t.Fatalf("after restart TIME is %v off, want the skew kept", off)
 	}
 	if err := b.SetClockSkew(ctx, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	if off := time.Until(serverTime(t, c)); off < -5*time.Second || off > 5*time.Second {
+	if off := time.Until(backendtest.ServerTime(t, c)); off < -5*time.Second || off > 5*time.Second {
 		t.Fatalf("after removing the skew TIME is %v off", off)
 	}
-	if v, err := get(ctx, c, "k"); err != nil || v != "v" {
+	if v, err := backendtest.Get(ctx, c, "k"); err != nil || v != "v" {
 		t.Fatalf("data after the skew was removed: %q, %v", v, err)
 	}
 }
@@ -56,7 +58,7 @@ func TestDockerCloseIsFinal(t *testing.T) {
 	b := newDockerBackend(t, 1)
 	ctx := t.Context()
 	addr, id := b.Nodes()[0].Addr(), containerID(t, b, 0)
-	c := newClient(t, addr)
+	c := backendtest.NewClient(t, addr)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +103,12 @@ func TestSweepDocker(t *testing.T) {
 		live: hostname + "/1",         // init: alive
 	} {
 		if out, err := dockerCLI(ctx, "volume", "create",
-			"--label", backend.LabelChaos+"=1", "--label", backend.LabelOwner+"="+owner, name); err != nil {
+			"--label", docker.LabelChaos+"=1", "--label", docker.LabelOwner+"="+owner, name); err != nil {
 			t.Fatalf("docker volume create: %v: %s", err, out)
 		}
 	}
 	t.Cleanup(func() { _, _ = dockerCLI(context.Background(), "volume", "rm", "-f", dead, live) })
-	n, err := backend.SweepDocker(ctx)
+	n, err := docker.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package backend
+// Package process is the embedded backend of the chaos harness: the nodes
+// are local redis-server processes, each behind an in-process fault proxy
+// whose address clients keep across restarts. It implements
+// backend.Backend and backend.Direct.
+package process
 
 import (
 	"context"
@@ -11,10 +15,13 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
+	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
-// Process is the embedded Backend: N redis-server processes on ephemeral
+// Backend is the embedded backend.Backend: N redis-server processes on ephemeral
 // loopback ports, with the append-only file on and fsynced at every write
 // (so a restart with data loses nothing acknowledged), each behind an
 // in-process TCP proxy whose address clients keep across restarts.
@@ -28,7 +35,7 @@ import (
 // lets bytes through again on the same connections. While a node is down,
 // its proxy accepts connections and closes them at once, which clients see
 // as a reset. SetClockSkew restarts the node under libfaketime.
-type Process struct {
+type Backend struct {
 	nodes    []*procNode
 	server   *toxiproxy.ApiServer
 	faketime string // path of libfaketime.so.1, "" if missing
@@ -42,7 +49,7 @@ type procNode struct {
 	addr  string // the proxy's
 	proc  *redisproc.Proc
 	proxy *toxiproxy.Proxy
-	net   *netState
+	net   *netfault.State
 
 	mu   sync.Mutex // serialises process operations on this node; protects skew
 	skew string     // FAKETIME spec the node runs under, "" for the real clock
@@ -52,14 +59,14 @@ func (n *procNode) Index() int   { return n.index }
 func (n *procNode) Addr() string { return n.addr }
 
 var (
-	_ Backend = (*Process)(nil)
-	_ Direct  = (*Process)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Direct  = (*Backend)(nil)
 )
 
-// ProcessOption configures NewProcess.
-type ProcessOption func(*processConfig)
+// Option configures New.
+type Option func(*config)
 
-type processConfig struct {
+type config struct {
 	binary       string
 	args         []string
 	startTimeout time.Duration
@@ -67,32 +74,32 @@ type processConfig struct {
 }
 
 // WithBinary sets the redis-server executable. Default: "redis-server" from PATH.
-func WithBinary(path string) ProcessOption { return func(c *processConfig) { c.binary = path } }
+func WithBinary(path string) Option { return func(c *config) { c.binary = path } }
 
 // WithArgs adds redis-server arguments, e.g. "--maxmemory", "64mb".
-func WithArgs(args ...string) ProcessOption {
-	return func(c *processConfig) { c.args = append(c.args, args...) }
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
 }
 
 // WithStartTimeout bounds each wait for a node to answer PING after it
 // starts. Default 10s.
-func WithStartTimeout(d time.Duration) ProcessOption {
-	return func(c *processConfig) { c.startTimeout = d }
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
 }
 
 // WithFaketime sets the path of libfaketime.so.1. Default: found in the
 // usual library directories; if it is not there, SetClockSkew returns
-// ErrNoFaketime.
-func WithFaketime(path string) ProcessOption { return func(c *processConfig) { c.faketime = path } }
+// backend.ErrNoFaketime.
+func WithFaketime(path string) Option { return func(c *config) { c.faketime = path } }
 
-// NewProcess starts n nodes and their proxies and waits until each answers
+// New starts n nodes and their proxies and waits until each answers
 // PING through its proxy. ctx bounds the start only. On error, whatever was
 // started is stopped again.
-func NewProcess(ctx context.Context, n int, opts ...ProcessOption) (*Process, error) {
+func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("backend: %d nodes: want at least 1", n)
+		return nil, fmt.Errorf("process: %d nodes: want at least 1", n)
 	}
-	var cfg processConfig
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -100,9 +107,9 @@ func NewProcess(ctx context.Context, n int, opts ...ProcessOption) (*Process, er
 		cfg.startTimeout = 10 * time.Second
 	}
 	if cfg.faketime == "" {
-		cfg.faketime = findFaketime()
+		cfg.faketime = faketime.Find()
 	}
-	b := &Process{server: newProxyServer(), faketime: cfg.faketime}
+	b := &Backend{server: netfault.NewServer(), faketime: cfg.faketime}
 	for i := range n {
 		node, err := b.startNode(ctx, i, cfg)
 		if err != nil {
@@ -114,7 +121,7 @@ func NewProcess(ctx context.Context, n int, opts ...ProcessOption) (*Process, er
 	return b, nil
 }
 
-func (b *Process) startNode(ctx context.Context, i int, cfg processConfig) (*procNode, error) {
+func (b *Backend) startNode(ctx context.Context, i int, cfg config) (*procNode, error) {
 	proc, err := redisproc.Start(ctx, redisproc.Config{
 		Binary:       cfg.binary,
 		AOF:          true,
@@ -122,34 +129,34 @@ func (b *Process) startNode(ctx context.Context, i int, cfg processConfig) (*pro
 		StartTimeout: cfg.startTimeout,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("backend: node %d: %w", i, err)
+		return nil, fmt.Errorf("process: node %d: %w", i, err)
 	}
-	st := newNetState()
-	proxy, err := startProxy(b.server, "node"+strconv.Itoa(i), proc.Addr(), st)
+	st := netfault.NewState()
+	proxy, err := netfault.StartProxy(b.server, "node"+strconv.Itoa(i), proc.Addr(), st)
 	if err != nil {
 		_ = proc.Close()
-		return nil, fmt.Errorf("backend: node %d: %w", i, err)
+		return nil, fmt.Errorf("process: node %d: %w", i, err)
 	}
 	node := &procNode{index: i, addr: proxy.Listen, proc: proc, proxy: proxy, net: st}
 	if err := redisproc.WaitPing(ctx, node.addr, cfg.startTimeout, nil); err != nil {
-		stopProxy(proxy, st)
+		netfault.StopProxy(proxy, st)
 		_ = proc.Close()
-		return nil, fmt.Errorf("backend: node %d through its proxy: %w", i, err)
+		return nil, fmt.Errorf("process: node %d through its proxy: %w", i, err)
 	}
 	return node, nil
 }
 
-// Nodes implements Backend.
-func (b *Process) Nodes() []Node {
-	nodes := make([]Node, len(b.nodes))
+// Nodes implements backend.Backend.
+func (b *Backend) Nodes() []backend.Node {
+	nodes := make([]backend.Node, len(b.nodes))
 	for i, n := range b.nodes {
 		nodes[i] = n
 	}
 	return nodes
 }
 
-// DirectAddr implements Direct: the redis-server's own address.
-func (b *Process) DirectAddr(i int) (string, error) {
+// DirectAddr implements backend.Direct: the redis-server's own address.
+func (b *Backend) DirectAddr(i int) (string, error) {
 	n, err := b.node(i)
 	if err != nil {
 		return "", err
@@ -157,44 +164,44 @@ func (b *Process) DirectAddr(i int) (string, error) {
 	return n.proc.Addr(), nil
 }
 
-func (b *Process) node(i int) (*procNode, error) {
+func (b *Backend) node(i int) (*procNode, error) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if i < 0 || i >= len(b.nodes) {
-		return nil, fmt.Errorf("backend: node %d of %d: %w", i, len(b.nodes), ErrNoNode)
+		return nil, fmt.Errorf("process: node %d of %d: %w", i, len(b.nodes), backend.ErrNoNode)
 	}
 	return b.nodes[i], nil
 }
 
 // withProc runs f on node i's process, serialised with the node's other
 // process operations, and wraps its error.
-func (b *Process) withProc(i int, op string, f func(n *procNode) error) error {
+func (b *Backend) withProc(i int, op string, f func(n *procNode) error) error {
 	n, err := b.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: %s: %w", op, err)
+		return fmt.Errorf("process: %s: %w", op, err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := f(n); err != nil {
 		if errors.Is(err, redisproc.ErrNotRunning) {
-			err = ErrNotRunning
+			err = backend.ErrNotRunning
 		}
-		return fmt.Errorf("backend: %s node %d: %w", op, i, err)
+		return fmt.Errorf("process: %s node %d: %w", op, i, err)
 	}
 	return nil
 }
 
-// Kill implements Backend.
-func (b *Process) Kill(_ context.Context, i int) error {
+// Kill implements backend.Backend.
+func (b *Backend) Kill(_ context.Context, i int) error {
 	return b.withProc(i, "kill", func(n *procNode) error { return n.proc.Kill() })
 }
 
-// Start implements Backend.
-func (b *Process) Start(ctx context.Context, i int) error {
+// Start implements backend.Backend.
+func (b *Backend) Start(ctx context.Context, i int) error {
 	return b.withProc(i, "start", func(n *procNode) error {
 		if n.proc.Running() {
 			return nil
@@ -203,68 +210,68 @@ func (b *Process) Start(ctx context.Context, i int) error {
 	})
 }
 
-// Restart implements Backend.
-func (b *Process) Restart(ctx context.Context, i int, withData bool) error {
+// Restart implements backend.Backend.
+func (b *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	return b.withProc(i, "restart", func(n *procNode) error { return n.proc.Restart(ctx, withData) })
 }
 
-// Pause implements Backend.
-func (b *Process) Pause(_ context.Context, i int) error {
+// Pause implements backend.Backend.
+func (b *Backend) Pause(_ context.Context, i int) error {
 	return b.withProc(i, "pause", func(n *procNode) error { return n.proc.Pause() })
 }
 
-// Resume implements Backend.
-func (b *Process) Resume(_ context.Context, i int) error {
+// Resume implements backend.Backend.
+func (b *Backend) Resume(_ context.Context, i int) error {
 	return b.withProc(i, "resume", func(n *procNode) error { return n.proc.Resume() })
 }
 
-// Partition implements Backend: the proxy drops all bytes both ways.
-func (b *Process) Partition(_ context.Context, i int) error {
+// Partition implements backend.Backend: the proxy drops all bytes both ways.
+func (b *Backend) Partition(_ context.Context, i int) error {
 	n, err := b.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: partition: %w", err)
+		return fmt.Errorf("process: partition: %w", err)
 	}
-	n.net.setPartitioned(true)
+	n.net.SetPartitioned(true)
 	return nil
 }
 
-// Heal implements Backend.
-func (b *Process) Heal(_ context.Context, i int) error {
+// Heal implements backend.Backend.
+func (b *Backend) Heal(_ context.Context, i int) error {
 	n, err := b.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: heal: %w", err)
+		return fmt.Errorf("process: heal: %w", err)
 	}
-	n.net.setPartitioned(false)
+	n.net.SetPartitioned(false)
 	return nil
 }
 
-// SetLatency implements Backend: the proxy holds each request for d/2 and
+// SetLatency implements backend.Backend: the proxy holds each request for d/2 and
 // each reply for the other half.
-func (b *Process) SetLatency(_ context.Context, i int, d time.Duration) error {
+func (b *Backend) SetLatency(_ context.Context, i int, d time.Duration) error {
 	if d < 0 {
-		return fmt.Errorf("backend: latency %v: want >= 0", d)
+		return fmt.Errorf("process: latency %v: want >= 0", d)
 	}
 	n, err := b.node(i)
 	if err != nil {
-		return fmt.Errorf("backend: latency: %w", err)
+		return fmt.Errorf("process: latency: %w", err)
 	}
-	n.net.setLatency(d)
+	n.net.SetLatency(d)
 	return nil
 }
 
-// SetClockSkew implements Backend: the node restarts, keeping its data, with
+// SetClockSkew implements backend.Backend: the node restarts, keeping its data, with
 // libfaketime preloaded. Keys expire by the fake clock: "+0 x2" halves every
 // TTL in real time; a jump ahead expires at once, at load, every key whose
 // expiry time the jump passes.
-func (b *Process) SetClockSkew(ctx context.Context, i int, spec string) error {
+func (b *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 	if spec != "" {
-		if err := checkSkewSpec(spec); err != nil {
-			return err
+		if err := faketime.CheckSpec(spec); err != nil {
+			return fmt.Errorf("process: %w", err)
 		}
 		if _, err := os.Stat(b.faketime); b.faketime == "" || err != nil {
 			// A missing preload library is only a warning to the loader: the
 			// node would start on the real clock, silently.
-			return fmt.Errorf("backend: clock skew %q on node %d: %w", spec, i, ErrNoFaketime)
+			return fmt.Errorf("process: clock skew %q on node %d: %w", spec, i, backend.ErrNoFaketime)
 		}
 	}
 	return b.withProc(i, "clock skew", func(n *procNode) error {
@@ -282,16 +289,16 @@ func (b *Process) SetClockSkew(ctx context.Context, i int, spec string) error {
 }
 
 // skewEnv is the environment of a node running under spec.
-func (b *Process) skewEnv(spec string) []string {
+func (b *Backend) skewEnv(spec string) []string {
 	if spec == "" {
 		return nil
 	}
-	return faketimeEnv(b.faketime, spec)
+	return faketime.Env(b.faketime, spec)
 }
 
-// Close implements Backend: proxies first, so clients see their connections
+// Close implements backend.Backend: proxies first, so clients see their connections
 // close, then the processes.
-func (b *Process) Close() error {
+func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -301,12 +308,12 @@ func (b *Process) Close() error {
 	b.mu.Unlock()
 	var errs []error
 	for _, n := range b.nodes {
-		stopProxy(n.proxy, n.net)
+		netfault.StopProxy(n.proxy, n.net)
 	}
 	for _, n := range b.nodes {
 		n.mu.Lock() // let an operation in progress finish
 		if err := n.proc.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("backend: close node %d: %w", n.index, err))
+			errs = append(errs, fmt.Errorf("process: close node %d: %w", n.index, err))
 		}
 		n.mu.Unlock()
 	}

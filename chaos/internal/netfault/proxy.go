@@ -1,4 +1,4 @@
-package backend
+package netfault
 
 import (
 	"fmt"
@@ -8,16 +8,16 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// newProxyServer returns the toxiproxy server the proxies hang off. Its HTTP
+// NewServer returns the toxiproxy server the proxies hang off. Its HTTP
 // API is never started: proxies are driven in process. Metrics and logging
 // are off.
-func newProxyServer() *toxiproxy.ApiServer {
+func NewServer() *toxiproxy.ApiServer {
 	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 }
 
-// startProxy listens on a free loopback port and forwards to upstream
+// StartProxy listens on a free loopback port and forwards to upstream
 // through a gate in each direction, both driven by st.
-func startProxy(server *toxiproxy.ApiServer, name, upstream string, st *netState) (*toxiproxy.Proxy, error) {
+func StartProxy(server *toxiproxy.ApiServer, name, upstream string, st *State) (*toxiproxy.Proxy, error) {
 	p := toxiproxy.NewProxy(server, name, "127.0.0.1:0", upstream)
 	// The gates go in before Start: no link exists yet, so setting their
 	// fields here happens before any link goroutine reads them.
@@ -25,23 +25,23 @@ func startProxy(server *toxiproxy.ApiServer, name, upstream string, st *netState
 		spec := fmt.Sprintf(`{"name":"gate_%s","type":%q,"stream":%q}`, dir, gateType, dir)
 		w, err := p.Toxics.AddToxicJson(strings.NewReader(spec))
 		if err != nil {
-			return nil, fmt.Errorf("backend: proxy %s: add %s gate: %w", name, dir, err)
+			return nil, fmt.Errorf("netfault: proxy %s: add %s gate: %w", name, dir, err)
 		}
 		g, ok := w.Toxic.(*gate)
 		if !ok {
-			return nil, fmt.Errorf("backend: proxy %s: toxic %q is a %T, not the gate", name, gateType, w.Toxic)
+			return nil, fmt.Errorf("netfault: proxy %s: toxic %q is a %T, not the gate", name, gateType, w.Toxic)
 		}
 		g.st, g.upstream = st, dir == "upstream"
 	}
 	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("backend: proxy %s: start: %w", name, err)
+		return nil, fmt.Errorf("netfault: proxy %s: start: %w", name, err)
 	}
 	return p, nil
 }
 
-// stopProxy releases the gates' held data, then closes the listener and
+// StopProxy releases the gates' held data, then closes the listener and
 // every connection; the links' goroutines end as their connections fail.
-func stopProxy(p *toxiproxy.Proxy, st *netState) {
-	st.close()
+func StopProxy(p *toxiproxy.Proxy, st *State) {
+	st.Close()
 	p.Stop()
 }

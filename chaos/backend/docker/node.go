@@ -1,4 +1,4 @@
-package backend
+package docker
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
@@ -30,14 +32,14 @@ const redisPort = 6379
 // and the container of the moment (a restart without data or a clock change
 // replaces it).
 type dockerNode struct {
-	d     *Docker
+	d     *Backend
 	index int
 	name  string // of the container and of its volume
 	alias string // on the Backend's network
 	addr  string // the proxy's
 	proxy *toxiproxy.Proxy
 	relay *relay
-	net   *netState
+	net   *netfault.State
 
 	mu          sync.Mutex               // serialises container operations on this node; protects the fields below
 	ctr         testcontainers.Container // nil after remove, until the next create
@@ -55,14 +57,14 @@ func (n *dockerNode) Addr() string { return n.addr }
 // startNode creates node i's volume, proxy, relay and container, and waits
 // until it answers PING through the proxy. On error it returns the node so
 // far, for Close to remove.
-func (d *Docker) startNode(ctx context.Context, i int) (*dockerNode, error) {
-	n := &dockerNode{d: d, index: i, name: d.name(i), alias: "node" + strconv.Itoa(i), net: newNetState()}
+func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
+	n := &dockerNode{d: d, index: i, name: d.name(i), alias: "node" + strconv.Itoa(i), net: netfault.NewState()}
 	r, err := newRelay(n.net)
 	if err != nil {
 		return nil, err
 	}
 	n.relay = r
-	p, err := startProxy(d.server, n.name, r.addr(), n.net)
+	p, err := netfault.StartProxy(d.server, n.name, r.addr(), n.net)
 	if err != nil {
 		r.close()
 		return nil, err
@@ -80,7 +82,7 @@ func (d *Docker) startNode(ctx context.Context, i int) (*dockerNode, error) {
 }
 
 func (n *dockerNode) stopProxy() {
-	stopProxy(n.proxy, n.net)
+	netfault.StopProxy(n.proxy, n.net)
 	n.relay.close()
 }
 
@@ -96,7 +98,7 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 	d := n.d
 	env := make(map[string]string)
 	if n.skew != "" {
-		for _, kv := range faketimeEnv(faketimePath, n.skew) {
+		for _, kv := range faketime.Env(faketimePath, n.skew) {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
 		}

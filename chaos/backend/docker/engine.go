@@ -1,4 +1,4 @@
-package backend
+package docker
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 // container images have too. So when the gateway of the nodes' own network
 // is an address of this machine, the engine runs in this network namespace,
 // and its ports are on 127.0.0.1.
-func (d *Docker) findHost(ctx context.Context) error {
+func (d *Backend) findHost(ctx context.Context) error {
 	host, err := d.provider.DaemonHost(ctx)
 	if err != nil {
-		return fmt.Errorf("backend: docker host: %w", err)
+		return fmt.Errorf("docker: docker host: %w", err)
 	}
 	if _, override := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); !override && d.gatewayIsLocal(ctx) {
 		host = "localhost"
@@ -40,7 +40,7 @@ func (d *Docker) findHost(ctx context.Context) error {
 
 // gatewayIsLocal reports whether the gateway of the nodes' network is one of
 // this machine's interface addresses.
-func (d *Docker) gatewayIsLocal(ctx context.Context) bool {
+func (d *Backend) gatewayIsLocal(ctx context.Context) bool {
 	ins, err := d.cli.NetworkInspect(ctx, d.net.ID, client.NetworkInspectOptions{})
 	if err != nil {
 		return false
@@ -62,14 +62,14 @@ func (d *Docker) gatewayIsLocal(ctx context.Context) bool {
 // ensureImage pulls the image, once, if the engine does not have it.
 // testcontainers-go would retry a failing pull for many minutes; where no
 // registry answers, one attempt is enough to know.
-func (d *Docker) ensureImage(ctx context.Context) error {
+func (d *Backend) ensureImage(ctx context.Context) error {
 	ref := d.cfg.image
 	_, err := d.cli.ImageInspect(ctx, ref)
 	if err == nil {
 		return nil
 	}
 	if !errdefs.IsNotFound(err) {
-		return fmt.Errorf("backend: image %s: %w", ref, err)
+		return fmt.Errorf("docker: image %s: %w", ref, err)
 	}
 	var opts client.ImagePullOptions
 	if _, auth, err := testcontainers.DockerImageAuth(ctx, ref); err == nil {

@@ -1,4 +1,4 @@
-package backend
+package docker
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // Labels on every container, volume and network a Docker backend creates.
-// The backend removes its own on Close; SweepDocker removes those of
+// The backend removes its own on Close; Sweep removes those of
 // backends whose process died before it could (Ryuk is not needed, and its
 // image may not be available where nothing can be pulled).
 const (
@@ -33,30 +33,30 @@ func owner() string {
 	return host + "/" + strconv.Itoa(os.Getpid())
 }
 
-// SweepOption configures SweepDocker.
+// SweepOption configures Sweep.
 type SweepOption func(*sweepConfig)
 
 type sweepConfig struct{ own bool }
 
-// SweepOwn makes SweepDocker remove this process's resources too, not only
+// SweepOwn makes Sweep remove this process's resources too, not only
 // those of dead processes: for the end of a test binary, after every Docker
 // backend it started was closed, to catch what a failed Close left.
 func SweepOwn() SweepOption { return func(c *sweepConfig) { c.own = true } }
 
-// SweepDocker removes the containers, volumes and networks labelled
+// Sweep removes the containers, volumes and networks labelled
 // LabelChaos whose owner process has ended on this host (a run that was
 // killed, or a test binary that timed out), and returns how many it removed.
 // Resources of live processes, and of other hosts sharing the engine, are
 // left alone. The engine is found as testcontainers-go finds it (DOCKER_HOST,
-// Docker contexts, ~/.testcontainers.properties), as for NewDocker.
-func SweepDocker(ctx context.Context, opts ...SweepOption) (int, error) {
+// Docker contexts, ~/.testcontainers.properties), as for New.
+func Sweep(ctx context.Context, opts ...SweepOption) (int, error) {
 	var cfg sweepConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("backend: docker client: %w", err)
+		return 0, fmt.Errorf("docker: docker client: %w", err)
 	}
 	defer cli.Close()
 	return sweep(ctx, cli, func(labels map[string]string) bool {
@@ -96,13 +96,13 @@ func sweep(ctx context.Context, cli client.APIClient, match func(map[string]stri
 		case err == nil:
 			removed++
 		case !errdefs.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("backend: sweep %s %.12s: %w", what, id, err))
+			errs = append(errs, fmt.Errorf("docker: sweep %s %.12s: %w", what, id, err))
 		}
 	}
 
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
-		return 0, fmt.Errorf("backend: sweep: list containers: %w", err)
+		return 0, fmt.Errorf("docker: sweep: list containers: %w", err)
 	}
 	for _, c := range cs.Items {
 		if match(c.Labels) {
@@ -112,7 +112,7 @@ func sweep(ctx context.Context, cli client.APIClient, match func(map[string]stri
 	}
 	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("backend: sweep: list volumes: %w", err))...)
+		return removed, errors.Join(append(errs, fmt.Errorf("docker: sweep: list volumes: %w", err))...)
 	}
 	for _, v := range vs.Items {
 		if match(v.Labels) {
@@ -122,7 +122,7 @@ func sweep(ctx context.Context, cli client.APIClient, match func(map[string]stri
 	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
-		return removed, errors.Join(append(errs, fmt.Errorf("backend: sweep: list networks: %w", err))...)
+		return removed, errors.Join(append(errs, fmt.Errorf("docker: sweep: list networks: %w", err))...)
 	}
 	for _, n := range ns.Items {
 		if match(n.Labels) {

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
@@ -18,68 +17,31 @@ type Config struct {
 	Nodes    int           // lock nodes; default 5
 	Clients  int           // workload clients, each its own redlock.Client; default 8
 	Duration time.Duration // how long the workload runs; default 20s
-	// Faults to inject, by name: the node kinds of package backend, the
-	// client kinds "client-pause" and "client-clock-skew", and
-	// "kill-during-acquire". Default: Tolerated().
-	Faults []string
+	// Faults to inject: any kinds of package fault. Nil means
+	// fault.Tolerated(); an empty non-nil list, no faults at all.
+	Faults []fault.Kind
 	Seed   uint64 // seeds the fault schedule; default 1
 	// Backend is "process" (local redis-server processes, the default) or
-	// "docker" (containers; see NewDocker).
+	// "docker" (containers; see package backend/docker).
 	Backend string
 	TTL     time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
 	NodeTimeout time.Duration
+	// Strict counts every violation as unexpected, even under faults that
+	// break an assumption of the lock (history.DefaultExpected otherwise).
+	Strict bool
 	// Progress, if set, gets a live progress line every second.
 	Progress io.Writer
 }
 
-// Fault names beyond package backend's node kinds.
-const (
-	ClientPause       = "client-pause"        // a holder stops past its validity before it writes
-	ClientClockSkew   = "client-clock-skew"   // a client whose clock runs at half speed works to its validity
-	KillDuringAcquire = "kill-during-acquire" // a node is killed while an acquire's script is on its way
-)
-
-// Tolerated returns the faults under which the algorithm's assumptions hold:
-// the checker must find no violation under them.
-func Tolerated() []string {
-	return []string{"kill", "restart", "delayed-restart", "pause", "partition", "latency", KillDuringAcquire}
-}
-
-// AssumptionBreaking returns the faults that break an assumption of the
-// lock (timing, or nodes keeping their data): mutual exclusion may fail
-// under them, and the report says so; the fenced store must stay correct.
-func AssumptionBreaking() []string {
-	return []string{ClientPause, ClientClockSkew, "clock-skew", "restart-without-data"}
-}
-
-// AllFaults returns every fault name, in a fixed order.
-func AllFaults() []string {
-	var all []string
-	for _, k := range backend.Kinds() {
-		all = append(all, string(k))
-	}
-	return append(all, ClientPause, ClientClockSkew, KillDuringAcquire)
-}
+// FaketimeEnv names the environment variable that gives the path of
+// libfaketime.so.1, which clock-skew faults on the process backend preload
+// into redis-server. Unset: found where Debian and a source install put it.
+// (The docker backend uses the libfaketime inside its image.)
+const FaketimeEnv = "FENCEDLOCK_LIBFAKETIME"
 
 // ErrConfig is wrapped by the errors of a bad Config.
 var ErrConfig = errors.New("chaos: bad configuration")
-
-// ParseFaults splits a comma-separated list of fault names and checks them.
-func ParseFaults(s string) ([]string, error) {
-	var out []string
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" || slices.Contains(out, f) {
-			continue
-		}
-		if !slices.Contains(AllFaults(), f) {
-			return nil, fmt.Errorf("%w: unknown fault %q (known: %s)", ErrConfig, f, strings.Join(AllFaults(), ","))
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Nodes == 0 {
@@ -92,7 +54,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Duration = 20 * time.Second
 	}
 	if c.Faults == nil {
-		c.Faults = Tolerated()
+		c.Faults = fault.Tolerated()
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -120,27 +82,23 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Backend != "process" && c.Backend != "docker":
 		return c, fmt.Errorf("%w: backend %q (want process or docker)", ErrConfig, c.Backend)
 	}
-	for _, f := range c.Faults {
-		if !slices.Contains(AllFaults(), f) {
-			return c, fmt.Errorf("%w: unknown fault %q", ErrConfig, f)
+	for _, k := range c.Faults {
+		if !k.Known() {
+			return c, fmt.Errorf("%w: %w %q", ErrConfig, fault.ErrUnknown, k)
 		}
 	}
 	return c, nil
 }
 
 // nodeKinds are the faults of c that package backend's plan injects.
-func (c Config) nodeKinds() []backend.Kind {
-	var ks []backend.Kind
+func (c Config) nodeKinds() []fault.Kind {
+	var ks []fault.Kind
 	for _, k := range backend.Kinds() {
-		if slices.Contains(c.Faults, string(k)) {
+		if slices.Contains(c.Faults, k) {
 			ks = append(ks, k)
 		}
 	}
 	return ks
 }
 
-func (c Config) has(fault string) bool { return slices.Contains(c.Faults, fault) }
-
-// expected maps each property to the faults that may break it: the
-// checker's default, which matches AssumptionBreaking.
-func expected() map[history.Property][]history.FaultKind { return history.DefaultExpected() }
+func (c Config) has(k fault.Kind) bool { return slices.Contains(c.Faults, k) }

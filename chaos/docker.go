@@ -6,11 +6,12 @@ import (
 	"os"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 )
 
 // ImageEnv names the environment variable that picks the Redis image of the
-// docker backend. Unset: backend.LocalImage if the engine has it (built by
-// scripts/redis-image.sh, with no registry), otherwise backend.PublicImage
+// docker backend. Unset: docker.LocalImage if the engine has it (built by
+// scripts/redis-image.sh, with no registry), otherwise docker.PublicImage
 // (redis:7.0), pulled if missing.
 const ImageEnv = "FENCEDLOCK_REDIS_IMAGE"
 
@@ -28,17 +29,17 @@ func newDocker(ctx context.Context, cfg Config) (backend.Backend, error) {
 			return nil, fmt.Errorf("chaos: %w", err)
 		}
 	}
-	if _, err := backend.SweepDocker(ctx); err != nil {
+	if _, err := docker.Sweep(ctx); err != nil {
 		// Leftovers of dead runs only cost disk: go on.
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "chaos: sweeping old containers: %v\n", err)
 		}
 	}
-	var opts []backend.DockerOption
+	var opts []docker.Option
 	if img := os.Getenv(ImageEnv); img != "" {
-		opts = append(opts, backend.WithImage(img))
+		opts = append(opts, docker.WithImage(img))
 	}
-	b, err := backend.NewDocker(ctx, cfg.Nodes, opts...)
+	b, err := docker.New(ctx, cfg.Nodes, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: starting %d Redis containers: %w", cfg.Nodes, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
@@ -99,12 +100,12 @@ func (c *client) once(ctx context.Context) {
 		// A GC pause: stop well past the validity, then write as if nothing happened.
 		start := time.Now()
 		sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
-		c.rec.FaultAt(history.FaultClientPause, c.id, start, time.Now())
+		c.rec.FaultAt(fault.ClientPause, c.id, start, time.Now(), nil)
 	case c.skewNext.CompareAndSwap(true, false):
 		// Work right up to the validity, as this client's (slow) clock tells it.
 		start := time.Now()
 		_ = c.clk.Sleep(ctx, l.Until().Sub(c.clk.Now())-c.cfg.TTL/20)
-		c.rec.FaultAt(history.FaultClientClockSkew, c.id, start, time.Now())
+		c.rec.FaultAt(fault.ClientClockSkew, c.id, start, time.Now(), nil)
 	}
 
 	c.writes++

@@ -9,13 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/process"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // A chaos run on three local nodes: draw a plan from a seed, run it while a
 // workload uses the nodes, and record each fault once it is over.
 func Example() {
 	ctx := context.Background()
-	b, err := backend.NewProcess(ctx, 3)
+	b, err := process.New(ctx, 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func Example() {
 	}
 	_ = clients // ... start the workload on them ...
 
-	kinds, err := backend.ParseKinds("kill,pause,partition,latency")
+	kinds, err := fault.Parse("kill,pause,partition,latency")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func Example() {
 
 // The same seed always gives the same plan.
 func ExampleNewPlan() {
-	kinds := []backend.Kind{backend.KindKill, backend.KindPartition, backend.KindLatency}
+	kinds := []fault.Kind{fault.Kill, fault.Partition, fault.Latency}
 	plan, err := backend.NewPlan(5, 4*time.Second, kinds, 7)
 	if err != nil {
 		log.Fatal(err)
@@ -68,7 +70,7 @@ func ExampleNewPlan() {
 // fencedlock's case) to node 0: the acquisition runs with a node dying under it.
 func ExampleNewTrigger() {
 	ctx := context.Background()
-	b, err := backend.NewProcess(ctx, 3)
+	b, err := process.New(ctx, 3)
 	if err != nil {
 		log.Fatal(err)
 	}

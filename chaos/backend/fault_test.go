@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,43 +153,5 @@ func TestDelayedRestartStaysDown(t *testing.T) {
 	}
 	if got := b.took(); !slices.Equal(got, []string{"kill 0"}) {
 		t.Fatalf("calls %q, want only the kill", got)
-	}
-}
-
-func TestParseKinds(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    []backend.Kind
-		wantErr error
-	}{
-		{"kill", []backend.Kind{backend.KindKill}, nil},
-		{"kill, pause,kill ,latency", []backend.Kind{backend.KindKill, backend.KindPause, backend.KindLatency}, nil},
-		{"restart-without-data,delayed-restart,clock-skew,partition,restart",
-			[]backend.Kind{backend.KindRestartWithoutData, backend.KindDelayedRestart, backend.KindClockSkew, backend.KindPartition, backend.KindRestart}, nil},
-		{"kill,explode", nil, backend.ErrUnknownKind},
-		{"", nil, nil},
-		{" , ", nil, nil},
-	} {
-		got, err := backend.ParseKinds(tc.in)
-		if tc.want == nil {
-			if err == nil {
-				t.Errorf("ParseKinds(%q) = %v, want an error", tc.in, got)
-			}
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("ParseKinds(%q) error %v, want %v", tc.in, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseKinds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
-	}
-	all := backend.Kinds()
-	var names []string
-	for _, k := range all {
-		names = append(names, string(k))
-	}
-	if got, err := backend.ParseKinds(strings.Join(names, ",")); err != nil || !slices.Equal(got, all) {
-		t.Errorf("ParseKinds(all) = %v, %v", got, err)
 	}
 }

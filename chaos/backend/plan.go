@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
 // Step is one fault of a Plan.
 type Step struct {
 	At    time.Duration // when to inject, from the start of the run
 	For   time.Duration // how long to hold it before undo; for a fault with no undo, how long the node stays reserved
-	Kind  Kind
+	Kind  fault.Kind
 	Node  int
 	Fault Fault
 }
@@ -46,7 +49,7 @@ func WithMaxDown(n int) PlanOption { return func(c *planConfig) { c.maxDown = n 
 
 // WithMaxTTL sets the largest lock TTL of the workload: a delayed restart
 // keeps its node down for 1.25 times it. Required when the kinds include
-// KindDelayedRestart.
+// fault.DelayedRestart.
 func WithMaxTTL(d time.Duration) PlanOption { return func(c *planConfig) { c.maxTTL = d } }
 
 // WithHold sets the range a held fault's duration is drawn from.
@@ -78,7 +81,7 @@ var ErrInvalidPlan = errors.New("backend: invalid plan")
 // random gaps; each takes a node that has no fault at the time, and a fault
 // is skipped when MaxDown nodes already have one. Every fault ends (its hold
 // is over) by duration.
-func NewPlan(nodes int, duration time.Duration, kinds []Kind, seed uint64, opts ...PlanOption) (Plan, error) {
+func NewPlan(nodes int, duration time.Duration, kinds []fault.Kind, seed uint64, opts ...PlanOption) (Plan, error) {
 	cfg := planConfig{
 		maxDown: (nodes - 1) / 2,
 		holdMin: 500 * time.Millisecond, holdMax: 2 * time.Second,
@@ -98,7 +101,7 @@ func NewPlan(nodes int, duration time.Duration, kinds []Kind, seed uint64, opts 
 		kind := kinds[r.IntN(len(kinds))]
 		hold := cfg.hold(r, kind)
 		if at+hold > duration {
-			if kind == KindDelayedRestart {
+			if kind == fault.DelayedRestart {
 				continue // it must stay down its full time
 			}
 			hold = duration - at
@@ -108,12 +111,12 @@ func NewPlan(nodes int, duration time.Duration, kinds []Kind, seed uint64, opts 
 			continue
 		}
 		node := free[r.IntN(len(free))]
-		p.Steps = append(p.Steps, Step{At: at, For: hold, Kind: kind, Node: node, Fault: cfg.fault(r, kind, node, hold)})
+		p.Steps = append(p.Steps, Step{At: at, For: hold, Kind: kind, Node: node, Fault: cfg.faultFor(r, kind, node, hold)})
 	}
 	return p, nil
 }
 
-func (c *planConfig) check(nodes int, duration time.Duration, kinds []Kind) error {
+func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind) error {
 	switch {
 	case nodes < 1:
 		return fmt.Errorf("%w: %d nodes", ErrInvalidPlan, nodes)
@@ -132,12 +135,12 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []Kind) erro
 	}
 	for _, k := range kinds {
 		switch k {
-		case KindKill, KindRestart, KindRestartWithoutData, KindPause, KindPartition, KindLatency:
-		case KindDelayedRestart:
+		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency:
+		case fault.DelayedRestart:
 			if c.maxTTL <= 0 {
 				return fmt.Errorf("%w: %s needs WithMaxTTL", ErrInvalidPlan, k)
 			}
-		case KindClockSkew:
+		case fault.ClockSkew:
 			if len(c.skews) == 0 {
 				return fmt.Errorf("%w: %s needs at least one spec", ErrInvalidPlan, k)
 			}
@@ -145,12 +148,12 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []Kind) erro
 				if s == "" {
 					return fmt.Errorf("%w: empty clock skew spec", ErrInvalidPlan)
 				}
-				if err := checkSkewSpec(s); err != nil {
+				if err := faketime.CheckSpec(s); err != nil {
 					return fmt.Errorf("%w: %w", ErrInvalidPlan, err)
 				}
 			}
 		default:
-			return fmt.Errorf("%w: %w %q", ErrInvalidPlan, ErrUnknownKind, k)
+			return fmt.Errorf("%w: %q is not a kind a plan injects (want one of %s)", ErrInvalidPlan, k, fault.Join(Kinds()))
 		}
 	}
 	return nil
@@ -158,33 +161,33 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []Kind) erro
 
 // hold is how long a fault of kind lasts (or, for a restart, how long its
 // node stays reserved).
-func (c *planConfig) hold(r *rand.Rand, kind Kind) time.Duration {
+func (c *planConfig) hold(r *rand.Rand, kind fault.Kind) time.Duration {
 	switch kind {
-	case KindDelayedRestart:
+	case fault.DelayedRestart:
 		return c.maxTTL + c.maxTTL/4
-	case KindRestart, KindRestartWithoutData:
+	case fault.Restart, fault.RestartWithoutData:
 		return c.holdMin
 	}
 	return between(r, c.holdMin, c.holdMax)
 }
 
-func (c *planConfig) fault(r *rand.Rand, kind Kind, node int, hold time.Duration) Fault {
+func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time.Duration) Fault {
 	switch kind {
-	case KindKill:
+	case fault.Kill:
 		return Kill{Node: node}
-	case KindRestart:
+	case fault.Restart:
 		return Restart{Node: node, WithData: true}
-	case KindRestartWithoutData:
+	case fault.RestartWithoutData:
 		return Restart{Node: node}
-	case KindDelayedRestart:
+	case fault.DelayedRestart:
 		return DelayedRestart{Node: node, Down: hold}
-	case KindPause:
+	case fault.Pause:
 		return Pause{Node: node}
-	case KindPartition:
+	case fault.Partition:
 		return Partition{Node: node}
-	case KindLatency:
+	case fault.Latency:
 		return Latency{Node: node, D: c.latency}
-	case KindClockSkew:
+	case fault.ClockSkew:
 		return ClockSkew{Node: node, Spec: c.skews[r.IntN(len(c.skews))]}
 	}
 	panic("backend: fault kind not checked: " + string(kind))

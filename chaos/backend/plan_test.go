@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 func TestPlanIsDeterministic(t *testing.T) {
@@ -31,7 +32,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 }
 
 // checkPlan verifies the invariants every plan keeps.
-func checkPlan(t *testing.T, p backend.Plan, nodes int, kinds []backend.Kind, maxTTL time.Duration) (peak int) {
+func checkPlan(t *testing.T, p backend.Plan, nodes int, kinds []fault.Kind, maxTTL time.Duration) (peak int) {
 	t.Helper()
 	for i, s := range p.Steps {
 		if i > 0 && s.At < p.Steps[i-1].At {
@@ -109,7 +110,7 @@ func TestPlanNeverExceedsMaxDown(t *testing.T) {
 }
 
 func TestPlanOptions(t *testing.T) {
-	kinds := []backend.Kind{backend.KindLatency, backend.KindClockSkew}
+	kinds := []fault.Kind{fault.Latency, fault.ClockSkew}
 	p, err := backend.NewPlan(3, 10*time.Second, kinds, 7,
 		backend.WithLatency(123*time.Millisecond), backend.WithClockSkews("+5s"),
 		backend.WithHold(time.Second, time.Second))
@@ -138,7 +139,7 @@ func TestPlanOptions(t *testing.T) {
 
 func TestPlanWithoutRoomHasNoSteps(t *testing.T) {
 	for _, nodes := range []int{1, 2} { // a minority of 1 or 2 nodes is 0
-		p, err := backend.NewPlan(nodes, 10*time.Second, []backend.Kind{backend.KindKill}, 1)
+		p, err := backend.NewPlan(nodes, 10*time.Second, []fault.Kind{fault.Kill}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,21 +155,21 @@ func TestPlanBadArguments(t *testing.T) {
 		name  string
 		nodes int
 		d     time.Duration
-		kinds []backend.Kind
+		kinds []fault.Kind
 		opts  []backend.PlanOption
 	}{
 		{"no nodes", 0, time.Second, all[:1], nil},
 		{"no duration", 3, 0, all[:1], nil},
 		{"no kinds", 3, time.Second, nil, nil},
-		{"unknown kind", 3, time.Second, []backend.Kind{"flood"}, nil},
-		{"delayed restart without max TTL", 3, time.Second, []backend.Kind{backend.KindDelayedRestart}, nil},
+		{"unknown kind", 3, time.Second, []fault.Kind{"flood"}, nil},
+		{"delayed restart without max TTL", 3, time.Second, []fault.Kind{fault.DelayedRestart}, nil},
 		{"max down above nodes", 3, time.Second, all[:1], []backend.PlanOption{backend.WithMaxDown(4)}},
 		{"negative max down", 3, time.Second, all[:1], []backend.PlanOption{backend.WithMaxDown(-1)}},
 		{"hold range reversed", 3, time.Second, all[:1], []backend.PlanOption{backend.WithHold(2*time.Second, time.Second)}},
 		{"zero gap", 3, time.Second, all[:1], []backend.PlanOption{backend.WithGap(0, time.Second)}},
 		{"negative latency", 3, time.Second, all[:1], []backend.PlanOption{backend.WithLatency(-time.Second)}},
-		{"no skews", 3, time.Second, []backend.Kind{backend.KindClockSkew}, []backend.PlanOption{backend.WithClockSkews()}},
-		{"bad skew", 3, time.Second, []backend.Kind{backend.KindClockSkew}, []backend.PlanOption{backend.WithClockSkews("soon")}},
+		{"no skews", 3, time.Second, []fault.Kind{fault.ClockSkew}, []backend.PlanOption{backend.WithClockSkews()}},
+		{"bad skew", 3, time.Second, []fault.Kind{fault.ClockSkew}, []backend.PlanOption{backend.WithClockSkews("soon")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := backend.NewPlan(tc.nodes, tc.d, tc.kinds, 1, tc.opts...); !errors.Is(err, backend.ErrInvalidPlan) {

@@ -7,12 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
 // FaultEvent is one fault as it happened, for the run's history.
 type FaultEvent struct {
-	Kind  Kind
+	Kind  fault.Kind
 	Node  int
 	Fault Fault     // the injected value: its fields say how (which latency, which clock)
 	Start time.Time // when Inject was called

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -19,9 +22,9 @@ func TestRunFollowsThePlan(t *testing.T) {
 	f := clock.NewFake(epoch)
 	b := &recBackend{n: 3}
 	p := backend.Plan{Duration: 4 * time.Second, MaxDown: 3, Steps: []backend.Step{
-		{At: time.Second, For: 2 * time.Second, Kind: backend.KindKill, Node: 0, Fault: backend.Kill{Node: 0}},
-		{At: 1500 * time.Millisecond, For: time.Second, Kind: backend.KindPartition, Node: 1, Fault: backend.Partition{Node: 1}},
-		{At: 2 * time.Second, For: time.Second, Kind: backend.KindRestart, Node: 2, Fault: backend.Restart{Node: 2, WithData: true}},
+		{At: time.Second, For: 2 * time.Second, Kind: fault.Kill, Node: 0, Fault: backend.Kill{Node: 0}},
+		{At: 1500 * time.Millisecond, For: time.Second, Kind: fault.Partition, Node: 1, Fault: backend.Partition{Node: 1}},
+		{At: 2 * time.Second, For: time.Second, Kind: fault.Restart, Node: 2, Fault: backend.Restart{Node: 2, WithData: true}},
 	}}
 	events := make(chan backend.FaultEvent, len(p.Steps))
 	done := make(chan error, 1)
@@ -35,7 +38,7 @@ func TestRunFollowsThePlan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	next := func(want backend.Kind) backend.FaultEvent {
+	next := func(want fault.Kind) backend.FaultEvent {
 		t.Helper()
 		e := <-events
 		if e.Kind != want {
@@ -52,11 +55,11 @@ func TestRunFollowsThePlan(t *testing.T) {
 	f.Advance(500 * time.Millisecond) // 1.5s: partition 1, held until 2.5s
 	block(3)
 	f.Advance(500 * time.Millisecond) // 2s: restart 2, over at once
-	restart := next(backend.KindRestart)
+	restart := next(fault.Restart)
 	f.Advance(500 * time.Millisecond) // 2.5s: heal 1
-	partition := next(backend.KindPartition)
+	partition := next(fault.Partition)
 	f.Advance(500 * time.Millisecond) // 3s: start 0
-	kill := next(backend.KindKill)
+	kill := next(fault.Kill)
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
@@ -85,8 +88,8 @@ func TestRunUndoesHeldFaultsWhenCtxEnds(t *testing.T) {
 	f := clock.NewFake(time.Unix(0, 0))
 	b := &recBackend{n: 3}
 	p := backend.Plan{Duration: 2 * time.Hour, MaxDown: 2, Steps: []backend.Step{
-		{At: 0, For: time.Hour, Kind: backend.KindKill, Node: 0, Fault: backend.Kill{Node: 0}},
-		{At: 10 * time.Minute, For: time.Minute, Kind: backend.KindPause, Node: 1, Fault: backend.Pause{Node: 1}},
+		{At: 0, For: time.Hour, Kind: fault.Kill, Node: 0, Fault: backend.Kill{Node: 0}},
+		{At: 10 * time.Minute, For: time.Minute, Kind: fault.Pause, Node: 1, Fault: backend.Pause{Node: 1}},
 	}}
 	ctx, cancel := context.WithCancel(t.Context())
 	var events []backend.FaultEvent
@@ -104,7 +107,7 @@ func TestRunUndoesHeldFaultsWhenCtxEnds(t *testing.T) {
 	if got, want := b.took(), []string{"kill 0", "start 0"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
-	if len(events) != 1 || events[0].Kind != backend.KindKill || events[0].Err != nil {
+	if len(events) != 1 || events[0].Kind != fault.Kill || events[0].Err != nil {
 		t.Fatalf("events %+v, want the kill, undone cleanly", events)
 	}
 }
@@ -115,8 +118,8 @@ func TestRunReportsFailuresAndGoesOn(t *testing.T) {
 	var steps []backend.Step
 	for i := range 3 { // all at once: record must still be called one at a time
 		steps = append(steps,
-			backend.Step{Kind: backend.KindKill, Node: i, Fault: backend.Kill{Node: i}},
-			backend.Step{Kind: backend.KindLatency, Node: i, Fault: backend.Latency{Node: i, D: time.Millisecond}})
+			backend.Step{Kind: fault.Kill, Node: i, Fault: backend.Kill{Node: i}},
+			backend.Step{Kind: fault.Latency, Node: i, Fault: backend.Latency{Node: i, D: time.Millisecond}})
 	}
 	var events []backend.FaultEvent // no lock: Run serialises record
 	err := backend.Run(t.Context(), b, backend.Plan{Duration: time.Second, MaxDown: 3, Steps: steps},
@@ -128,7 +131,7 @@ func TestRunReportsFailuresAndGoesOn(t *testing.T) {
 		t.Fatalf("%d events for %d steps", len(events), len(steps))
 	}
 	for _, e := range events {
-		if (e.Kind == backend.KindKill) != errors.Is(e.Err, boom) {
+		if (e.Kind == fault.Kill) != errors.Is(e.Err, boom) {
 			t.Errorf("event %+v", e)
 		}
 	}
@@ -140,12 +143,14 @@ func TestRunReportsFailuresAndGoesOn(t *testing.T) {
 // TestRunAgainstProcess runs a drawn plan with every kind on real nodes and
 // checks that every fault was applied and undone cleanly.
 func TestRunAgainstProcess(t *testing.T) {
-	kinds := []backend.Kind{
-		backend.KindKill, backend.KindRestart, backend.KindRestartWithoutData, backend.KindDelayedRestart,
-		backend.KindPause, backend.KindPartition, backend.KindLatency,
+	kinds := []fault.Kind{
+		fault.Kill, fault.Restart, fault.RestartWithoutData, fault.DelayedRestart,
+		fault.Pause, fault.Partition, fault.Latency,
 	}
-	if skewOK() {
-		kinds = append(kinds, backend.KindClockSkew)
+	if backendtest.HasFaketime() {
+		kinds = append(kinds, fault.ClockSkew)
+	} else if testenv.CI() {
+		t.Fatal("CI=true: libfaketime is not installed, and the clock skew of this plan would not run")
 	}
 	p, err := backend.NewPlan(3, 1500*time.Millisecond, kinds, 38, // a seed that draws 7 kinds
 		backend.WithMaxTTL(150*time.Millisecond),
@@ -166,7 +171,7 @@ func TestRunAgainstProcess(t *testing.T) {
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	for _, n := range b.Nodes() {
-		c := newClient(t, n.Addr())
+		c := backendtest.NewClient(t, n.Addr())
 		wg.Go(func() {
 			pace := time.NewTicker(time.Millisecond) // no busy loop on a dead node
 			defer pace.Stop()
@@ -196,7 +201,7 @@ func TestRunAgainstProcess(t *testing.T) {
 	if len(events) != len(p.Steps) {
 		t.Fatalf("%d events for %d steps", len(events), len(p.Steps))
 	}
-	seen := map[backend.Kind]int{}
+	seen := map[fault.Kind]int{}
 	for _, e := range events {
 		seen[e.Kind]++
 		if e.End.Before(e.Start) {
@@ -205,7 +210,7 @@ func TestRunAgainstProcess(t *testing.T) {
 	}
 	t.Logf("%d faults: %v; %d writes got through", len(events), seen, ok.Load())
 	for i, n := range b.Nodes() {
-		if err := newClient(t, n.Addr()).Ping(t.Context()).Err(); err != nil {
+		if err := backendtest.NewClient(t, n.Addr()).Ping(t.Context()).Err(); err != nil {
 			t.Errorf("node %d after the run: %v", i, err)
 		}
 	}

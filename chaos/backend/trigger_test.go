@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
 
@@ -117,7 +118,7 @@ func TestTriggerKillsDuringAcquire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t, 1)
 			ctx := t.Context()
-			c := newClient(t, b.Nodes()[0].Addr())
+			c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 			acquire := redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
 			if err := acquire.Load(ctx, c).Err(); err != nil { // so EVALSHA succeeds when it gets through
 				t.Fatal(err)

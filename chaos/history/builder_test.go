@@ -3,6 +3,8 @@ package history
 import (
 	"fmt"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // ms is n milliseconds.
@@ -58,7 +60,7 @@ func (b *builder) write(hold int, entry string, inv, comp float64, out Outcome, 
 	return b.add(op)
 }
 
-func (b *builder) fault(kind FaultKind, target int, start, end float64) int {
+func (b *builder) fault(kind fault.Kind, target int, start, end float64) int {
 	op := Op{Kind: KindFault, Fault: kind, Invoke: ms(start), Complete: ms(end), Outcome: OK}
 	if kind.ClientSide() {
 		op.Client = target

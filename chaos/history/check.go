@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Verdict is the outcome of a check.
@@ -17,33 +19,35 @@ const (
 	VerdictUnknown  Verdict = "unknown"  // empty, too short, incomplete or unreadable: nothing can be claimed
 )
 
-// Property is a safety property the checker verifies.
+// Property is a property the checker verifies.
 type Property string
 
-// The safety properties.
+// The properties: five safety properties, and liveness (see Liveness).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
 	DuplicateTokens     Property = "duplicate_tokens"
 	StaleWritesAccepted Property = "stale_writes_accepted"
 	LostWrites          Property = "lost_writes"
+	LivenessStall       Property = "liveness" // a key free and wanted, with a quorum up, for too long
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
-const NoFault FaultKind = "none"
+const NoFault fault.Kind = "none"
 
-// Counts holds a number per safety property.
+// Counts holds a number per property.
 type Counts struct {
 	MutualExclusion     int `json:"mutual_exclusion"`
 	FencingOrder        int `json:"fencing_order"`
 	DuplicateTokens     int `json:"duplicate_tokens"`
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	LostWrites          int `json:"lost_writes"`
+	Liveness            int `json:"liveness"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness
 }
 
 // Get returns the count of p.
@@ -61,16 +65,18 @@ func (c *Counts) field(p Property) *int {
 		return &c.StaleWritesAccepted
 	case LostWrites:
 		return &c.LostWrites
+	case LivenessStall:
+		return &c.Liveness
 	}
 	panic("history: unknown property " + string(p))
 }
 
-// Properties lists the safety properties in report order.
+// Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall}
 }
 
-// Violation is one breach of a safety property.
+// Violation is one breach of a property.
 type Violation struct {
 	Property Property
 	Key      string // the lock key, or the store resource for store properties
@@ -84,8 +90,8 @@ type Violation struct {
 	// in [Since, End], or ended less than the aftermath before Since, are
 	// blamed; client faults only when they hit a client involved.
 	Since    time.Duration
-	Faults   []FaultKind // kinds blamed, sorted; empty when none
-	Expected bool        // a blamed kind breaks an assumption this property rests on
+	Faults   []fault.Kind // kinds blamed, sorted; empty when none
+	Expected bool         // a blamed kind breaks an assumption this property rests on
 	Detail   string
 }
 
@@ -97,14 +103,17 @@ type CheckOptions struct {
 	// expected and does not make the verdict violated. Nil means
 	// DefaultExpected(); storage properties are never expected by default,
 	// since fencing must keep the store correct under every fault.
-	Expected map[Property][]FaultKind
+	Expected map[Property][]fault.Kind
 	// Epsilon is how much two holds may overlap before it counts; default 1ms.
 	Epsilon time.Duration
 	// Aftermath is how long after it ended a fault is still blamed; default
 	// the longest validity any acquire of the history had (about the TTL).
 	Aftermath time.Duration
 	// StallThreshold is the longest stall with a quorum up that liveness
-	// allows; default 3 times the longest validity, at least 1s.
+	// allows (see Liveness); default derived from the history: twice the
+	// longest lease plus four times the p99 release latency, and no
+	// threshold (stalls measured, not judged) when the history has no
+	// validity ends.
 	StallThreshold time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
@@ -113,13 +122,14 @@ type CheckOptions struct {
 
 // DefaultExpected returns the assumption-breaking faults of each property:
 // mutual exclusion rests on clients acting within their validity, on clocks
-// that run at about the same rate and on nodes keeping their keys; token
-// order and uniqueness rest only on nodes keeping their fence counters.
-func DefaultExpected() map[Property][]FaultKind {
-	return map[Property][]FaultKind{
-		MutualExclusion: {FaultClientPause, FaultClientClockSkew, FaultClockSkew, FaultRestartWithoutData},
-		FencingOrder:    {FaultRestartWithoutData},
-		DuplicateTokens: {FaultRestartWithoutData},
+// that run at about the same rate and on nodes keeping their keys (every
+// kind of fault.AssumptionBreaking); token order and uniqueness rest only on
+// nodes keeping their fence counters.
+func DefaultExpected() map[Property][]fault.Kind {
+	return map[Property][]fault.Kind{
+		MutualExclusion: fault.AssumptionBreaking(),
+		FencingOrder:    {fault.RestartWithoutData},
+		DuplicateTokens: {fault.RestartWithoutData},
 	}
 }
 
@@ -128,10 +138,10 @@ type Result struct {
 	Verdict Verdict
 	Reason  string // why the verdict, in a few words
 
-	Violations []Violation          // every violation, by property then time
-	Found      Counts               // all violations
-	Expected   Counts               // those blamed on assumption-breaking faults
-	ByFault    map[FaultKind]Counts // per kind blamed (NoFault when none); a violation counts under each of its kinds
+	Violations []Violation           // every violation, by property then time
+	Found      Counts                // all violations
+	Expected   Counts                // those blamed on assumption-breaking faults
+	ByFault    map[fault.Kind]Counts // per kind blamed (NoFault when none); a violation counts under each of its kinds
 
 	// StoreCorrect is true when no stale write was accepted and no
 	// acknowledged write was lost (the latter only checked when StoreChecked).
@@ -146,7 +156,12 @@ type Result struct {
 
 	Liveness Liveness
 	Spans    []Span      // the holds, for timelines
-	Faults   []FaultSpan // the fault intervals
+	Faults   []FaultSpan // the faults that were injected (and undone)
+	// FailedFaults are the faults that could not be injected or undone
+	// (FaultSpan.Err): the run was not the one planned, so the verdict is
+	// unknown unless a violation shows anyway. They are blamed like the
+	// others, since they may have half happened.
+	FailedFaults []FaultSpan
 }
 
 // Unexpected returns the counts of violations not explained by faults.
@@ -161,13 +176,21 @@ func (r Result) Unexpected() Counts {
 // Check checks h. It does not modify h.
 func Check(h History, opts CheckOptions) Result {
 	opts = opts.withDefaults(h)
-	res := Result{Verdict: VerdictUnknown, ByFault: map[FaultKind]Counts{}}
+	res := Result{Verdict: VerdictUnknown, ByFault: map[fault.Kind]Counts{}}
 	spans, err := Spans(h)
 	if err != nil {
 		res.Reason = "unreadable history: " + err.Error()
 		return res
 	}
-	res.Spans, res.Faults = spans, Faults(h)
+	res.Spans = spans
+	all := Faults(h)
+	for _, f := range all {
+		if f.Err != "" {
+			res.FailedFaults = append(res.FailedFaults, f)
+		} else {
+			res.Faults = append(res.Faults, f)
+		}
+	}
 	for _, op := range h.Ops {
 		switch {
 		case op.Kind == KindFault || op.Kind == KindLost:
@@ -191,7 +214,10 @@ func Check(h History, opts CheckOptions) Result {
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)
 	res.StoreChecked = checked
-	blame(vs, res.Faults, opts.Aftermath, opts.Expected)
+	var stalled []Violation
+	res.Liveness, stalled = liveness(h, all, opts)
+	vs = append(vs, stalled...)
+	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
 		if v.Expected {
@@ -199,7 +225,7 @@ func Check(h History, opts CheckOptions) Result {
 		}
 		kinds := v.Faults
 		if len(kinds) == 0 {
-			kinds = []FaultKind{NoFault}
+			kinds = []fault.Kind{NoFault}
 		}
 		for _, k := range kinds {
 			c := res.ByFault[k]
@@ -209,7 +235,6 @@ func Check(h History, opts CheckOptions) Result {
 	}
 	res.Violations = vs
 	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
-	res.Liveness = liveness(h, res.Faults, opts)
 	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
 	return res
 }
@@ -222,6 +247,10 @@ func verdict(res Result, ops, minAcq int) (Verdict, string) {
 	switch {
 	case ops == 0:
 		return VerdictUnknown, "empty history"
+	case len(res.FailedFaults) > 0:
+		f := res.FailedFaults[0]
+		return VerdictUnknown, fmt.Sprintf("%d faults could not be injected or undone (first: %s on %s at %v: %s)",
+			len(res.FailedFaults), f.Kind, f.Target(), f.Start.Round(time.Millisecond), f.Err)
 	case res.Pending > 0:
 		return VerdictUnknown, fmt.Sprintf("%d client operations never completed", res.Pending)
 	case res.Acquisitions < minAcq:
@@ -261,7 +290,7 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 		o.Aftermath = longest
 	}
 	if o.StallThreshold == 0 {
-		o.StallThreshold = max(time.Second, 3*longest)
+		o.StallThreshold = stallThreshold(h)
 	}
 	if o.MinAcquisitions == 0 {
 		o.MinAcquisitions = 2
@@ -270,7 +299,7 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 }
 
 // blame fills in Faults and Expected of each violation.
-func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]FaultKind) {
+func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]fault.Kind) {
 	for i := range vs {
 		v := &vs[i]
 		v.Faults = blamed(faults, v.Since, v.End, aftermath, v.Clients)
@@ -285,8 +314,8 @@ func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected
 // blamed returns the sorted kinds of the faults active in [from, to] or ended
 // less than aftermath before from; client faults count only for clients
 // (nil: any client).
-func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []FaultKind {
-	var kinds []FaultKind
+func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []fault.Kind {
+	var kinds []fault.Kind
 	for _, f := range faults {
 		if f.Start > to || f.End+aftermath < from {
 			continue

@@ -3,6 +3,8 @@ package history
 import (
 	"slices"
 	"testing"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 func TestCheck(t *testing.T) {
@@ -13,7 +15,7 @@ func TestCheck(t *testing.T) {
 		verdict  Verdict
 		found    Counts
 		expected Counts
-		blamed   []FaultKind // kinds of the first violation
+		blamed   []fault.Kind // kinds of the first violation
 		rejected int
 	}{
 		{
@@ -24,9 +26,9 @@ func TestCheck(t *testing.T) {
 		{
 			name: "clean run under allowed faults",
 			history: func(b *builder) History {
-				b.fault(FaultKill, 0, 5, 40)
-				b.fault(FaultPartition, 1, 20, 60)
-				b.fault(FaultLatency, 2, 0, 90)
+				b.fault(fault.Kill, 0, 5, 40)
+				b.fault(fault.Partition, 1, 20, 60)
+				b.fault(fault.Latency, 2, 0, 90)
 				b.failedAcquire(1, 0, 2)
 				return b.done(b.clean(9, 0, 1))
 			},
@@ -109,7 +111,7 @@ func TestCheck(t *testing.T) {
 			name: "write after validity overlaps, blamed on a client pause",
 			history: func(b *builder) History {
 				a := b.acquire(0, 0, 1, 20, 1)
-				b.fault(FaultClientPause, 0, 2, 40)
+				b.fault(fault.ClientPause, 0, 2, 40)
 				c := b.acquire(1, 5, 25, 50, 2)
 				b.write(c, "e2", 26, 27, OK, 1)
 				b.write(a, "e1", 41, 42, Rejected, 0) // woke and wrote with token 1
@@ -119,13 +121,13 @@ func TestCheck(t *testing.T) {
 			verdict:  VerdictOK,
 			found:    Counts{MutualExclusion: 1},
 			expected: Counts{MutualExclusion: 1},
-			blamed:   []FaultKind{FaultClientPause},
+			blamed:   []fault.Kind{fault.ClientPause},
 			rejected: 1,
 		},
 		{
 			name: "client pause of an uninvolved client explains nothing",
 			history: func(b *builder) History {
-				b.fault(FaultClientPause, 2, 0, 40)
+				b.fault(fault.ClientPause, 2, 0, 40)
 				b.acquire(0, 0, 1, 50, 1)
 				b.acquire(1, 2, 3, 50, 2)
 				return b.done(100)
@@ -137,26 +139,26 @@ func TestCheck(t *testing.T) {
 			name: "overlap after a restart without data",
 			history: func(b *builder) History {
 				b.acquire(0, 0, 1, 50, 1)
-				b.fault(FaultRestartWithoutData, 0, 2, 5)
+				b.fault(fault.RestartWithoutData, 0, 2, 5)
 				b.acquire(1, 6, 7, 50, 2)
 				return b.done(100)
 			},
 			verdict:  VerdictOK,
 			found:    Counts{MutualExclusion: 1},
 			expected: Counts{MutualExclusion: 1},
-			blamed:   []FaultKind{FaultRestartWithoutData},
+			blamed:   []fault.Kind{fault.RestartWithoutData},
 		},
 		{
 			name: "overlap under an allowed fault is a violation",
 			history: func(b *builder) History {
-				b.fault(FaultKill, 0, 0, 50)
+				b.fault(fault.Kill, 0, 0, 50)
 				b.acquire(0, 0, 1, 50, 1)
 				b.acquire(1, 6, 7, 50, 2)
 				return b.done(100)
 			},
 			verdict: VerdictViolated,
 			found:   Counts{MutualExclusion: 1},
-			blamed:  []FaultKind{FaultKill},
+			blamed:  []fault.Kind{fault.Kill},
 		},
 		{
 			name: "token lower after the earlier acquire returned",
@@ -204,7 +206,7 @@ func TestCheck(t *testing.T) {
 			name: "fencing breaks after a restart without data: expected",
 			history: func(b *builder) History {
 				b.cycle(0, 0, 3, 1)
-				b.fault(FaultRestartWithoutData, 1, 10, 12)
+				b.fault(fault.RestartWithoutData, 1, 10, 12)
 				b.cycle(1, 13, 3, 0) // store rejects nothing: equal tokens are admitted
 				return b.done(30)
 			},
@@ -261,7 +263,7 @@ func TestCheck(t *testing.T) {
 			history: func(b *builder) History {
 				t := b.clean(2, 0, 1)
 				a := b.acquire(0, t, t+1, 5, 3)
-				b.fault(FaultClientPause, 0, t+2, t+13)
+				b.fault(fault.ClientPause, 0, t+2, t+13)
 				c := b.acquire(1, t+10, t+11, 50, 4)
 				b.write(c, "c", t+12, t+13, OK, 3)
 				b.write(a, "a", t+14, t+15, Rejected, 0)
@@ -286,14 +288,14 @@ func TestCheck(t *testing.T) {
 		{
 			name: "lost write blamed on a restart without data stays unexpected",
 			history: func(b *builder) History {
-				b.fault(FaultRestartWithoutData, 0, 0, 90)
+				b.fault(fault.RestartWithoutData, 0, 0, 90)
 				h := b.done(b.clean(4, 0, 1))
 				h.Final["r"] = h.Final["r"][1:]
 				return h
 			},
 			verdict: VerdictViolated,
 			found:   Counts{LostWrites: 1},
-			blamed:  []FaultKind{FaultRestartWithoutData},
+			blamed:  []fault.Kind{fault.RestartWithoutData},
 		},
 		{
 			name:    "empty history",
@@ -338,14 +340,36 @@ func TestCheck(t *testing.T) {
 			verdict: VerdictUnknown,
 		},
 		{
+			name: "a fault that failed: unknown",
+			history: func(b *builder) History {
+				f := b.fault(fault.ClockSkew, 1, 5, 5)
+				b.h.Ops[f-1].Outcome, b.h.Ops[f-1].Err = Failed, "libfaketime not found"
+				return b.done(b.clean(9, 0, 1))
+			},
+			verdict: VerdictUnknown,
+		},
+		{
+			name: "a fault that failed does not hide a violation",
+			history: func(b *builder) History {
+				f := b.fault(fault.Kill, 1, 5, 5)
+				b.h.Ops[f-1].Outcome, b.h.Ops[f-1].Err = Failed, "no such process"
+				t := b.clean(3, 0, 1)
+				b.acquire(0, t, t+1, 50, 4)
+				b.acquire(1, t+2, t+3, 50, 5)
+				return b.done(t + 100)
+			},
+			verdict: VerdictViolated,
+			found:   Counts{MutualExclusion: 1},
+		},
+		{
 			name: "nothing expected when told so",
 			history: func(b *builder) History {
 				b.acquire(0, 0, 1, 50, 1)
-				b.fault(FaultRestartWithoutData, 0, 2, 5)
+				b.fault(fault.RestartWithoutData, 0, 2, 5)
 				b.acquire(1, 6, 7, 50, 2)
 				return b.done(100)
 			},
-			opts:    CheckOptions{Expected: map[Property][]FaultKind{}},
+			opts:    CheckOptions{Expected: map[Property][]fault.Kind{}},
 			verdict: VerdictViolated,
 			found:   Counts{MutualExclusion: 1},
 		},
@@ -358,6 +382,16 @@ func TestCheck(t *testing.T) {
 			}
 			if tc.blamed != nil && !slices.Equal(res.Violations[0].Faults, tc.blamed) {
 				t.Errorf("first violation blamed on %v, want %v", res.Violations[0].Faults, tc.blamed)
+			}
+			for _, f := range res.Faults {
+				if f.Err != "" {
+					t.Errorf("failed fault %+v among the injected ones", f)
+				}
+			}
+			if failed := slices.ContainsFunc(tc.history(newBuilder(5)).Ops, func(op Op) bool {
+				return op.Kind == KindFault && op.Outcome == Failed
+			}); failed != (len(res.FailedFaults) > 0) {
+				t.Errorf("FailedFaults = %+v", res.FailedFaults)
 			}
 			if res.StaleWritesRejected != tc.rejected {
 				t.Errorf("StaleWritesRejected = %d, want %d", res.StaleWritesRejected, tc.rejected)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -98,7 +100,7 @@ func (s *sim) turn(winner, absent int) {
 	s.step(time.Millisecond)
 }
 
-func (s *sim) fault(name string, kind FaultKind, target int) {
+func (s *sim) fault(name string, kind fault.Kind, target int) {
 	s.faults[name] = s.rec.Fault(kind, target)
 }
 func (s *sim) heal(name string) { s.faults[name].End() }
@@ -109,7 +111,7 @@ func (s *sim) heal(name string) { s.faults[name].End() }
 func (s *sim) pausedHolder(paused, next int, broken bool) {
 	h := s.acquire(paused, -1)
 	s.write(h, false, false)
-	s.fault("pause", FaultClientPause, paused)
+	s.fault("pause", fault.ClientPause, paused)
 	s.step(simValidity)
 	s.rec.Lost(h) // the watchdog saw validity run out; the holder is still paused
 	s.turn(next, paused)
@@ -131,16 +133,16 @@ var scenarios = []struct {
 			for i := range 30 {
 				switch i {
 				case 5:
-					s.fault("kill", FaultKill, 1)
+					s.fault("kill", fault.Kill, 1)
 				case 8:
-					s.fault("partition", FaultPartition, 3)
+					s.fault("partition", fault.Partition, 3)
 				case 12:
 					s.heal("kill")
-					s.fault("pause", FaultPause, 0)
+					s.fault("pause", fault.Pause, 0)
 				case 16:
 					s.heal("partition")
 					s.heal("pause")
-					s.fault("latency", FaultLatency, 4)
+					s.fault("latency", fault.Latency, 4)
 				case 24:
 					s.heal("latency")
 				}
@@ -187,10 +189,10 @@ func TestGolden(t *testing.T) {
 			sc.run(s)
 			s.rec.FinalStore("r", s.log)
 			var gen bytes.Buffer
-			if err := Encode(&gen, s.rec.History()); err != nil {
+			if err := WriteJSONL(&gen, s.rec.History()); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", sc.name+".json")
+			path := filepath.Join("testdata", sc.name+".jsonl")
 			if *update {
 				if err := os.WriteFile(path, gen.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
@@ -203,7 +205,7 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(data, gen.Bytes()) {
 				t.Errorf("%s differs from what the generator writes (run with -update)", path)
 			}
-			h, err := Decode(bytes.NewReader(data))
+			h, err := ReadJSONL(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,6 +216,75 @@ func TestGolden(t *testing.T) {
 			}
 			if !res.Liveness.OK {
 				t.Errorf("liveness: %+v", res.Liveness)
+			}
+		})
+	}
+}
+
+// TestRecorded checks histories recorded by real chaos runs on real
+// redis-server nodes (testdata/recorded), written by
+//
+//	fencedlock chaos --nodes 5 --clients 4 --duration 3s --ttl 300ms --seed 2 --faults kill,partition,pause --history kill-partition-pause.jsonl
+//	fencedlock chaos --nodes 5 --clients 4 --duration 3s --ttl 300ms --seed 2 --faults restart-without-data,kill-during-acquire --history amnesia.jsonl
+//	fencedlock chaos --nodes 5 --clients 4 --duration 2s --ttl 300ms --seed 5 --faults client-pause --history client-pause.jsonl
+//
+// Their verdicts and counts are what those runs reported; the files are
+// canonical (read and written again, byte for byte the same).
+func TestRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		strict   bool
+		verdict  Verdict
+		acquired int
+		faults   map[fault.Kind]int
+		found    Counts
+		expected Counts
+		rejected int
+	}{
+		{file: "kill-partition-pause.jsonl", verdict: VerdictOK, acquired: 126,
+			faults: map[fault.Kind]int{fault.Kill: 2, fault.Partition: 1, fault.Pause: 1}},
+		{file: "amnesia.jsonl", verdict: VerdictOK, acquired: 72,
+			faults: map[fault.Kind]int{fault.KillDuringAcquire: 4, fault.RestartWithoutData: 3}},
+		{file: "client-pause.jsonl", verdict: VerdictOK, acquired: 51, rejected: 3,
+			faults: map[fault.Kind]int{fault.ClientPause: 4},
+			found:  Counts{MutualExclusion: 26}, expected: Counts{MutualExclusion: 26}},
+		{file: "client-pause.jsonl", strict: true, verdict: VerdictViolated, acquired: 51, rejected: 3,
+			faults: map[fault.Kind]int{fault.ClientPause: 4},
+			found:  Counts{MutualExclusion: 26}},
+	} {
+		t.Run(fmt.Sprintf("%s strict=%v", tc.file, tc.strict), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "recorded", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := ReadJSONL(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var again bytes.Buffer
+			if err := WriteJSONL(&again, h); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again.Bytes(), data) {
+				t.Errorf("written again, %s differs", tc.file)
+			}
+			var opts CheckOptions
+			if tc.strict {
+				opts.Expected = map[Property][]fault.Kind{}
+			}
+			res := Check(h, opts)
+			faults := map[fault.Kind]int{}
+			for _, f := range res.Faults {
+				faults[f.Kind]++
+			}
+			if res.Verdict != tc.verdict || res.Acquisitions != tc.acquired || res.Found != tc.found ||
+				res.Expected != tc.expected || res.StaleWritesRejected != tc.rejected || !maps.Equal(faults, tc.faults) {
+				t.Fatalf("verdict %s (%s), %d acquired, faults %v, found %+v, expected %+v, %d rejected;\nwant %s, %d, %v, %+v, %+v, %d",
+					res.Verdict, res.Reason, res.Acquisitions, faults, res.Found, res.Expected, res.StaleWritesRejected,
+					tc.verdict, tc.acquired, tc.faults, tc.found, tc.expected, tc.rejected)
+			}
+			if !res.StoreChecked || !res.StoreCorrect || !res.Liveness.Checked || !res.Liveness.OK {
+				t.Errorf("store checked %v, correct %v; liveness %+v", res.StoreChecked, res.StoreCorrect, res.Liveness)
 			}
 		})
 	}

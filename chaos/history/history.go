@@ -12,7 +12,11 @@
 // claimed). Check never claims ok on a history it cannot read.
 package history
 
-import "time"
+import (
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
+)
 
 // Kind is the kind of an operation.
 type Kind string
@@ -46,46 +50,10 @@ type Outcome string
 const (
 	Pending  Outcome = ""         // never completed
 	OK       Outcome = "ok"       // acquired, extended, released, write accepted, fault ended, lost seen
-	Failed   Outcome = "failed"   // acquire failed; extend, release or write failed with an error (Err)
+	Failed   Outcome = "failed"   // acquire failed; extend, release or write failed with an error (Err); a fault not injected or not undone
 	LockLost Outcome = "lost"     // extend, release: the hold was no longer on a quorum (ErrLockLost)
 	Rejected Outcome = "rejected" // write: the store refused the token as stale
 )
-
-// FaultKind is the kind of a fault.
-type FaultKind string
-
-// The fault kinds. Node faults name a node index in Op.Node; client faults
-// (see ClientSide) name a client index in Op.Client.
-const (
-	FaultKill               FaultKind = "kill"                 // SIGKILL until restarted (with data)
-	FaultRestart            FaultKind = "restart"              // stopped and started again with its data
-	FaultRestartWithoutData FaultKind = "restart-without-data" // stopped and started again empty
-	FaultDelayedRestart     FaultKind = "delayed-restart"      // down for longer than the max TTL, then started
-	FaultPause              FaultKind = "pause"                // SIGSTOP until resumed
-	FaultPartition          FaultKind = "partition"            // unreachable until healed
-	FaultLatency            FaultKind = "latency"              // slow, but up
-	FaultClockSkew          FaultKind = "clock-skew"           // the node's clock jumps or runs off
-	FaultClientPause        FaultKind = "client-pause"         // a holder stops past its validity (a GC pause)
-	FaultClientClockSkew    FaultKind = "client-clock-skew"    // a client's clock is off
-	FaultKillDuringAcquire  FaultKind = "kill-during-acquire"  // SIGKILL as an acquire's script goes out, then restarted (with data)
-)
-
-// ClientSide reports whether the fault concerns a client (Op.Client) rather
-// than a node (Op.Node).
-func (k FaultKind) ClientSide() bool {
-	return k == FaultClientPause || k == FaultClientClockSkew
-}
-
-// TakesNodeDown reports whether, during the fault, the node cannot serve
-// clients, so that it does not count toward a quorum.
-func (k FaultKind) TakesNodeDown() bool {
-	switch k {
-	case FaultKill, FaultRestart, FaultRestartWithoutData, FaultDelayedRestart, FaultPause, FaultPartition,
-		FaultKillDuringAcquire:
-		return true
-	}
-	return false
-}
 
 // Op is one operation or fault of a history. Which fields are set depends on
 // Kind; the others are zero. Times are offsets from the start of the run on
@@ -113,14 +81,15 @@ type Op struct {
 	Entry    string `json:"entry,omitempty"`    // write: unique id of what was written
 	Seq      uint64 `json:"seq,omitempty"`      // write accepted: the store's own order (1, 2, ...); 0 = not given
 
-	Fault FaultKind `json:"fault,omitempty"`
-	Node  int       `json:"node,omitempty"`
+	Fault fault.Kind `json:"fault,omitempty"` // node faults name a node in Node; client faults (Kind.ClientSide) a client in Client
+	Node  int        `json:"node,omitempty"`
 
 	Err string `json:"err,omitempty"`
 }
 
-// History is what a run did. It is plain data: it marshals to JSON and back
-// unchanged, so real recorded histories can be kept as test files.
+// History is what a run did. It is plain data, kept in files in the JSON
+// Lines format of WriteJSONL and ReadJSONL, so that real recorded histories
+// can be kept as test files and checked later.
 type History struct {
 	// Nodes is the number of lock nodes; a quorum is Nodes/2+1.
 	Nodes int  `json:"nodes"`
@@ -131,4 +100,8 @@ type History struct {
 	Final map[string][]string `json:"final,omitempty"`
 	// End is when the history was taken; open faults and holds last until then.
 	End time.Duration `json:"end_ns"`
+	// Clients names the clients by index when they were recorded under names
+	// (package recorder, or a JSON Lines history that names them); nil means
+	// clients are known by their index alone.
+	Clients []string `json:"clients,omitempty"`
 }

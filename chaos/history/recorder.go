@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -47,6 +48,9 @@ func NewRecorder(c clock.PassiveClock, nodes int) *Recorder {
 
 // Now returns the current offset on the history clock.
 func (r *Recorder) Now() time.Duration { return r.clock.Since(r.start) }
+
+// Offset returns t as an offset on the history clock.
+func (r *Recorder) Offset(t time.Time) time.Duration { return t.Sub(r.start) }
 
 // begin appends op, stamped now, and returns its ID.
 func (r *Recorder) begin(op Op) int {
@@ -215,7 +219,7 @@ type FaultCall struct {
 
 // Fault records that a fault of kind starts now on target: a node index, or
 // a client index when kind.ClientSide().
-func (r *Recorder) Fault(kind FaultKind, target int) FaultCall {
+func (r *Recorder) Fault(kind fault.Kind, target int) FaultCall {
 	op := Op{Kind: KindFault, Fault: kind}
 	if kind.ClientSide() {
 		op.Client = target
@@ -232,11 +236,21 @@ func (r *Recorder) Fault(kind FaultKind, target int) FaultCall {
 // or the skew or latency was removed.
 func (c FaultCall) End() { c.r.complete(c.id, OK, nil) }
 
+// Fail records that the fault could not be injected, or not undone, with
+// err. Check gives no verdict but unknown to a history with a failed fault.
+func (c FaultCall) Fail(err error) {
+	c.r.complete(c.id, Failed, func(op *Op) { op.Err = errString(err) })
+}
+
 // FaultAt records a fault that is already over, from start to end on the
 // recorder's clock: for fault runners that report a fault when it ended.
-func (r *Recorder) FaultAt(kind FaultKind, target int, start, end time.Time) {
+// A non-nil err records it as failed (see FaultCall.Fail).
+func (r *Recorder) FaultAt(kind fault.Kind, target int, start, end time.Time, err error) {
 	op := Op{Kind: KindFault, Fault: kind, Outcome: OK,
 		Invoke: start.Sub(r.start), Complete: max(end.Sub(r.start), start.Sub(r.start))}
+	if err != nil {
+		op.Outcome, op.Err = Failed, err.Error()
+	}
 	if kind.ClientSide() {
 		op.Client = target
 	} else {

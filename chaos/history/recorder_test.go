@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -29,11 +30,11 @@ func TestRecorderStamps(t *testing.T) {
 	w.Accepted(1)
 	s := rec.Write(h, "r", "e2")
 	s.Rejected()
-	fault := rec.Fault(FaultClientPause, 0)
+	pause := rec.Fault(fault.ClientPause, 0)
 	step()
 	rec.Lost(h)
-	fault.End()
-	node := rec.Fault(FaultKill, 2)
+	pause.End()
+	node := rec.Fault(fault.Kill, 2)
 	r := rec.Release(h)
 	step()
 	r.LockLost()
@@ -47,9 +48,9 @@ func TestRecorderStamps(t *testing.T) {
 			{ID: 2, Kind: KindAcquire, Client: 1, Key: "k", Invoke: ms(1), Complete: ms(2), Outcome: Failed, Err: "not acquired"},
 			{ID: 3, Kind: KindWrite, Key: "k", Hold: 1, Token: 7, Value: "v7", Resource: "r", Entry: "e1", Invoke: ms(2), Complete: ms(3), Outcome: OK, Seq: 1},
 			{ID: 4, Kind: KindWrite, Key: "k", Hold: 1, Token: 7, Value: "v7", Resource: "r", Entry: "e2", Invoke: ms(3), Complete: ms(3), Outcome: Rejected},
-			{ID: 5, Kind: KindFault, Fault: FaultClientPause, Invoke: ms(3), Complete: ms(4), Outcome: OK},
+			{ID: 5, Kind: KindFault, Fault: fault.ClientPause, Invoke: ms(3), Complete: ms(4), Outcome: OK},
 			{ID: 6, Kind: KindLost, Key: "k", Hold: 1, Token: 7, Value: "v7", Invoke: ms(4), Complete: ms(4), Outcome: OK},
-			{ID: 7, Kind: KindFault, Fault: FaultKill, Node: 2, Invoke: ms(4)},
+			{ID: 7, Kind: KindFault, Fault: fault.Kill, Node: 2, Invoke: ms(4)},
 			{ID: 8, Kind: KindRelease, Key: "k", Hold: 1, Token: 7, Value: "v7", Invoke: ms(4), Complete: ms(5), Outcome: LockLost},
 		},
 		Final: map[string][]string{"r": {"e1"}},
@@ -69,15 +70,15 @@ func TestRecorderStamps(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := Encode(&buf, got); err != nil {
+	if err := WriteJSONL(&buf, got); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Decode(&buf)
+	back, err := ReadJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, got) {
-		t.Fatalf("JSON round trip:\n got %+v\nwant %+v", back, got)
+		t.Fatalf("JSON Lines round trip:\n got %+v\nwant %+v", back, got)
 	}
 }
 
@@ -199,14 +200,14 @@ func TestRecorderFaultAt(t *testing.T) {
 	fake := clock.NewFake(time.Unix(100, 0))
 	r := NewRecorder(fake, 3)
 	start := fake.Now().Add(2 * time.Second)
-	r.FaultAt(FaultPause, 1, start, start.Add(time.Second))
-	r.FaultAt(FaultClientPause, 4, start, start.Add(-time.Second)) // an end before the start is clamped
+	r.FaultAt(fault.Pause, 1, start, start.Add(time.Second), nil)
+	r.FaultAt(fault.ClientPause, 4, start, start.Add(-time.Second), nil) // an end before the start is clamped
 	h := r.History()
 	fs := Faults(h)
 	if len(fs) != 2 || r.Stats().Faults != 2 {
 		t.Fatalf("faults %+v, stats %+v", fs, r.Stats())
 	}
-	if fs[0].Kind != FaultPause || fs[0].Node != 1 || fs[0].Start != 2*time.Second || fs[0].End != 3*time.Second || fs[0].Open {
+	if fs[0].Kind != fault.Pause || fs[0].Node != 1 || fs[0].Start != 2*time.Second || fs[0].End != 3*time.Second || fs[0].Open {
 		t.Fatalf("node fault %+v", fs[0])
 	}
 	if fs[1].Client != 4 || fs[1].End != fs[1].Start {

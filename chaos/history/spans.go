@@ -1,8 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
 // Span is one hold as the checker sees it: the interval during which the
@@ -35,12 +38,25 @@ type Span struct {
 // FaultSpan is one fault interval.
 type FaultSpan struct {
 	Op     int // op ID of the fault
-	Kind   FaultKind
+	Kind   fault.Kind
 	Node   int // for node faults
 	Client int // for client faults (Kind.ClientSide())
 	Start  time.Duration
 	End    time.Duration // the history's End when the fault never ended
 	Open   bool          // the fault never ended
+	// Err is why the fault could not be injected or undone; "" when it
+	// was. A failed fault may have half happened (a node killed and never
+	// started again): it is still blamed and still counts a node down.
+	Err string
+}
+
+// Target names what the fault hit: "node 2", or "client 3" for a client
+// fault.
+func (f FaultSpan) Target() string {
+	if f.Kind.ClientSide() {
+		return fmt.Sprintf("client %d", f.Client)
+	}
+	return fmt.Sprintf("node %d", f.Node)
 }
 
 // Spans returns the holds of h in order of their acquire, or an error when an
@@ -94,7 +110,8 @@ func Spans(h History) ([]Span, error) {
 	return spans, nil
 }
 
-// Faults returns the fault intervals of h in the order they started.
+// Faults returns the fault intervals of h, failed ones included, in the
+// order they were recorded.
 func Faults(h History) []FaultSpan {
 	var fs []FaultSpan
 	for _, op := range h.Ops {
@@ -103,8 +120,11 @@ func Faults(h History) []FaultSpan {
 		}
 		f := FaultSpan{Op: op.ID, Kind: op.Fault, Node: op.Node, Client: op.Client,
 			Start: op.Invoke, End: op.Complete}
-		if op.Outcome == Pending {
+		switch op.Outcome {
+		case Pending:
 			f.End, f.Open = max(h.End, op.Invoke), true
+		case Failed:
+			f.Err = cmp.Or(op.Err, "failed")
 		}
 		fs = append(fs, f)
 	}

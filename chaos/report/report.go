@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -41,30 +42,42 @@ func (run Run) checked() Run {
 // Report is the JSON report of a run. The fields up to Verdict are a
 // contract that scripts rely on; the rest are extras.
 type Report struct {
-	Nodes               int                       `json:"nodes"`
-	Clients             int                       `json:"clients"`
-	DurationS           float64                   `json:"duration_s"`
-	Acquisitions        int                       `json:"acquisitions"`
-	AcquireFailures     int                       `json:"acquire_failures"`
-	Faults              map[history.FaultKind]int `json:"faults"`
-	Violations          history.Counts            `json:"violations"`
-	StaleWritesRejected int                       `json:"stale_writes_rejected"`
-	Verdict             history.Verdict           `json:"verdict"`
+	Nodes               int                `json:"nodes"`
+	Clients             int                `json:"clients"`
+	DurationS           float64            `json:"duration_s"`
+	Acquisitions        int                `json:"acquisitions"`
+	AcquireFailures     int                `json:"acquire_failures"`
+	Faults              map[fault.Kind]int `json:"faults"`
+	Violations          history.Counts     `json:"violations"`
+	StaleWritesRejected int                `json:"stale_writes_rejected"`
+	Verdict             history.Verdict    `json:"verdict"`
 
-	Reason             string                               `json:"reason"`
-	Backend            string                               `json:"backend,omitempty"`
-	Seed               int64                                `json:"seed"`
-	ExpectedViolations history.Counts                       `json:"expected_violations"`
-	ViolationsByFault  map[history.FaultKind]history.Counts `json:"violations_by_fault"`
-	StoreCorrect       bool                                 `json:"store_correct"`
-	StoreChecked       bool                                 `json:"store_checked"`
-	WritesAccepted     int                                  `json:"writes_accepted"`
-	AcquireLatencyMs   Latency                              `json:"acquire_latency_ms"`
-	LongestStallMs     float64                              `json:"longest_stall_ms"`
-	StallThresholdMs   float64                              `json:"stall_threshold_ms"`
-	LivenessOK         bool                                 `json:"liveness_ok"`
-	QuorumLostMs       float64                              `json:"quorum_lost_ms"`
-	Examples           []Example                            `json:"examples,omitempty"`
+	Reason             string                        `json:"reason"`
+	Backend            string                        `json:"backend,omitempty"`
+	Seed               int64                         `json:"seed"`
+	ExpectedViolations history.Counts                `json:"expected_violations"`
+	ViolationsByFault  map[fault.Kind]history.Counts `json:"violations_by_fault"`
+	StoreCorrect       bool                          `json:"store_correct"`
+	StoreChecked       bool                          `json:"store_checked"`
+	WritesAccepted     int                           `json:"writes_accepted"`
+	AcquireLatencyMs   Latency                       `json:"acquire_latency_ms"`
+	LongestStallMs     float64                       `json:"longest_stall_ms"`
+	StallThresholdMs   float64                       `json:"stall_threshold_ms"`
+	LivenessOK         bool                          `json:"liveness_ok"`
+	QuorumLostMs       float64                       `json:"quorum_lost_ms"`
+	Examples           []Example                     `json:"examples,omitempty"`
+	// FailedFaults lists the faults that could not be injected or undone;
+	// they are not counted in Faults, and make the verdict unknown.
+	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
+}
+
+// FailedFault is a fault that could not be injected or undone.
+type FailedFault struct {
+	Kind    fault.Kind `json:"kind"`
+	Target  string     `json:"target"` // "node 2", "client 0"
+	StartMs float64    `json:"start_ms"`
+	EndMs   float64    `json:"end_ms"`
+	Error   string     `json:"error"`
 }
 
 // Latency summarises how long successful acquires took, in milliseconds.
@@ -76,14 +89,14 @@ type Latency struct {
 
 // Example is one violation, as the report shows it.
 type Example struct {
-	Property history.Property    `json:"property"`
-	Key      string              `json:"key"`
-	Ops      []int               `json:"ops"`
-	StartMs  float64             `json:"start_ms"`
-	EndMs    float64             `json:"end_ms"`
-	Faults   []history.FaultKind `json:"faults"`
-	Expected bool                `json:"expected"`
-	Detail   string              `json:"detail"`
+	Property history.Property `json:"property"`
+	Key      string           `json:"key"`
+	Ops      []int            `json:"ops"`
+	StartMs  float64          `json:"start_ms"`
+	EndMs    float64          `json:"end_ms"`
+	Faults   []fault.Kind     `json:"faults"`
+	Expected bool             `json:"expected"`
+	Detail   string           `json:"detail"`
 }
 
 // examplesPerProperty caps the examples of each property in a report.
@@ -99,7 +112,7 @@ func New(run Run) Report {
 		DurationS:           run.Duration.Seconds(),
 		Acquisitions:        res.Acquisitions,
 		AcquireFailures:     res.AcquireFailures,
-		Faults:              map[history.FaultKind]int{},
+		Faults:              map[fault.Kind]int{},
 		Violations:          res.Found,
 		StaleWritesRejected: res.StaleWritesRejected,
 		Verdict:             res.Verdict,
@@ -118,10 +131,14 @@ func New(run Run) Report {
 		QuorumLostMs:        ms(res.Liveness.QuorumLost),
 	}
 	if r.ViolationsByFault == nil {
-		r.ViolationsByFault = map[history.FaultKind]history.Counts{}
+		r.ViolationsByFault = map[fault.Kind]history.Counts{}
 	}
 	for _, f := range res.Faults {
 		r.Faults[f.Kind]++
+	}
+	for _, f := range res.FailedFaults {
+		r.FailedFaults = append(r.FailedFaults, FailedFault{Kind: f.Kind, Target: f.Target(),
+			StartMs: ms(f.Start), EndMs: ms(f.End), Error: f.Err})
 	}
 	// Unexpected violations first: they are the ones to look at.
 	vs := slices.Clone(res.Violations)

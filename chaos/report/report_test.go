@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -133,5 +134,45 @@ func TestProgress(t *testing.T) {
 				t.Errorf("got %q", got)
 			}
 		})
+	}
+}
+
+// A fault that could not be injected is listed in every form of the report,
+// is not counted as injected, and leaves the verdict unknown.
+func TestReportFailedFault(t *testing.T) {
+	run := sampleRun(false)
+	h := run.History
+	h.Ops = append(slices.Clone(h.Ops), history.Op{ID: len(h.Ops) + 1, Kind: history.KindFault, Fault: fault.ClockSkew,
+		Node: 2, Invoke: 5 * time.Millisecond, Complete: 6 * time.Millisecond, Outcome: history.Failed,
+		Err: "backend: libfaketime not found"})
+	run.History, run.Result = h, history.Check(h, history.CheckOptions{})
+	rep := New(run)
+	if rep.Verdict != history.VerdictUnknown {
+		t.Errorf("verdict %s (%s), want unknown", rep.Verdict, rep.Reason)
+	}
+	if n := rep.Faults[fault.ClockSkew]; n != 0 {
+		t.Errorf("the failed clock skew counted as injected (%d)", n)
+	}
+	want := FailedFault{Kind: fault.ClockSkew, Target: "node 2", StartMs: 5, EndMs: 6, Error: "backend: libfaketime not found"}
+	if len(rep.FailedFaults) != 1 || rep.FailedFaults[0] != want {
+		t.Errorf("FailedFaults = %+v, want [%+v]", rep.FailedFaults, want)
+	}
+	var text, js, page bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, run); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "html": page.String()} {
+		if !bytes.Contains([]byte(out), []byte("libfaketime not found")) {
+			t.Errorf("the %s report does not list the failed fault:\n%s", name, out)
+		}
+	}
+	if !bytes.Contains(text.Bytes(), []byte("FAILED clock-skew on node 2")) {
+		t.Errorf("text report:\n%s", text.String())
 	}
 }

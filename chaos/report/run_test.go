@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/clock"
 )
@@ -79,16 +80,16 @@ func (w *workload) turn(client int) {
 // an acknowledged write goes missing from the store.
 func sampleRun(broken bool) Run {
 	w := newWorkload(5)
-	kill := w.rec.Fault(history.FaultKill, 1)
+	kill := w.rec.Fault(fault.Kill, 1)
 	for i := range 8 {
 		w.turn(i % 4)
 	}
 	kill.End()
-	lat := w.rec.Fault(history.FaultLatency, 3)
+	lat := w.rec.Fault(fault.Latency, 3)
 
 	paused := w.acquire(2)
 	w.write(paused, false)
-	pause := w.rec.Fault(history.FaultClientPause, 2)
+	pause := w.rec.Fault(fault.ClientPause, 2)
 	w.step(30 * time.Millisecond)
 	w.rec.Lost(paused)
 	w.turn(3)
@@ -97,7 +98,7 @@ func sampleRun(broken bool) Run {
 	w.release(paused, true)
 	lat.End()
 
-	part := w.rec.Fault(history.FaultPartition, 4)
+	part := w.rec.Fault(fault.Partition, 4)
 	for i := range 8 {
 		w.turn(i % 4)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -22,11 +23,21 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Backend != "" {
 		fmt.Fprintf(&b, ", backend %s", r.Backend)
 	}
-	fmt.Fprintf(&b, ", seed %d\n", r.Seed)
+	if r.Seed != 0 {
+		fmt.Fprintf(&b, ", seed %d", r.Seed)
+	}
+	b.WriteString("\n")
 	l := r.AcquireLatencyMs
 	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
 		r.Acquisitions, r.AcquireFailures, msText(l.P50), msText(l.P99), msText(l.Max))
 	fmt.Fprintf(&b, "faults: %s\n", faultsText(r.Faults))
+	for i, f := range r.FailedFaults {
+		if i == maxTextExamples {
+			fmt.Fprintf(&b, "  ... %d more failed faults in the JSON report\n", len(r.FailedFaults)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  ! FAILED %s on %s at %s: %s\n", f.Kind, f.Target, msText(f.StartMs), f.Error)
+	}
 	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations))
 	store := "correct"
 	if !r.StoreCorrect {
@@ -36,12 +47,17 @@ func (r Report) WriteText(w io.Writer) error {
 		store += " (final contents not recorded: lost writes not checked)"
 	}
 	fmt.Fprintf(&b, "store: %s; %d writes accepted, %d stale writes rejected\n", store, r.WritesAccepted, r.StaleWritesRejected)
-	live := "ok"
-	if !r.LivenessOK {
-		live = "WARNING"
+	switch {
+	case !r.LivenessOK:
+		fmt.Fprintf(&b, "liveness: VIOLATED, longest stall %s with a quorum up (threshold %s)",
+			msText(r.LongestStallMs), msText(r.StallThresholdMs))
+	case r.StallThresholdMs == 0:
+		fmt.Fprintf(&b, "liveness: not judged (no validity ends to derive a threshold from), longest stall %s with a quorum up",
+			msText(r.LongestStallMs))
+	default:
+		fmt.Fprintf(&b, "liveness: ok, longest stall %s with a quorum up (threshold %s)",
+			msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	}
-	fmt.Fprintf(&b, "liveness: %s, longest stall %s with a quorum up (threshold %s)",
-		live, msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	if r.QuorumLostMs > 0 {
 		fmt.Fprintf(&b, "; no quorum for %s", msText(r.QuorumLostMs))
 	}
@@ -72,7 +88,7 @@ func Progress(s history.Stats, violations int) string {
 		s.Elapsed.Seconds(), s.Acquisitions, s.AcquireFailures, s.Faults, violations)
 }
 
-func faultsText(faults map[history.FaultKind]int) string {
+func faultsText(faults map[fault.Kind]int) string {
 	if len(faults) == 0 {
 		return "none"
 	}
@@ -95,7 +111,7 @@ func countsText(found, expected history.Counts) string {
 	return strings.Join(parts, ", ")
 }
 
-func joinKinds(kinds []history.FaultKind) string {
+func joinKinds(kinds []fault.Kind) string {
 	s := make([]string, len(kinds))
 	for i, k := range kinds {
 		s[i] = string(k)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
@@ -108,7 +109,7 @@ func layout(run Run) timeline {
 	res, h := run.Result, run.History
 
 	nodes, clients := rep.Nodes, run.Clients
-	for _, f := range res.Faults {
+	for _, f := range append(slices.Clone(res.Faults), res.FailedFaults...) {
 		if f.Kind.ClientSide() {
 			clients = max(clients, f.Client+1)
 		} else {
@@ -129,9 +130,9 @@ func layout(run Run) timeline {
 		t.Rows = append(t.Rows, row{fr.nodeY(n) + nodeH - 4, fmt.Sprintf("node %d", n)})
 	}
 	for c := range clients {
-		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, fmt.Sprintf("client %d", c)})
+		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, h.ClientName(c)})
 	}
-	t.Bands = faultShapes(fr, res.Faults, float64(clients)*laneH)
+	t.Bands = faultShapes(fr, append(slices.Clone(res.Faults), res.FailedFaults...), float64(clients)*laneH)
 	bad := t.addViolations(fr, h, res.Violations)
 	for _, op := range h.Ops {
 		if op.Kind == history.KindWrite && op.Outcome == history.Rejected {
@@ -139,7 +140,7 @@ func layout(run Run) timeline {
 				Title: fmt.Sprintf("write %d with token %d rejected as stale at %s", op.ID, op.Token, at(op.Invoke))})
 		}
 	}
-	t.Holds, t.Overruns = holdShapes(fr, res.Spans, bad)
+	t.Holds, t.Overruns = holdShapes(fr, h, res.Spans, bad)
 	return t
 }
 
@@ -149,11 +150,15 @@ func faultShapes(fr frame, faults []history.FaultSpan, lanesH float64) []shape {
 	var bands []shape
 	for _, f := range faults {
 		w := max(fr.x(f.End)-fr.x(f.Start), 2)
-		title := fmt.Sprintf("%s on %s, %s to %s", f.Kind, target(f), at(f.Start), at(f.End))
+		title := fmt.Sprintf("%s on %s, %s to %s", f.Kind, f.Target(), at(f.Start), at(f.End))
 		if f.Open {
 			title += " (never ended)"
 		}
 		class := faultClass(f.Kind)
+		if f.Err != "" {
+			title += " FAILED: " + f.Err
+			class += " failed"
+		}
 		if f.Kind.ClientSide() {
 			b := labelled(shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: laneH,
 				Class: "band " + class, Title: title, LabelClass: "bandlabel"}, string(f.Kind))
@@ -190,6 +195,9 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: kind + class, Title: v.Detail})
+		case history.LivenessStall: // the gap between successes, over every lane
+			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.lanesTop,
+				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: t.Height - 4 - fr.lanesTop, Class: "box " + class, Title: v.Detail})
 		case history.StaleWritesAccepted, history.LostWrites:
 			w := h.Ops[v.Ops[len(v.Ops)-1]-1]
 			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + laneH/2,
@@ -211,15 +219,15 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 
 // holdShapes draws each hold as a bar labelled with its token (when it
 // fits), with the part a write overran hatched.
-func holdShapes(fr frame, spans []history.Span, bad map[int]string) (holds, overruns []shape) {
+func holdShapes(fr frame, h history.History, spans []history.Span, bad map[int]string) (holds, overruns []shape) {
 	for _, s := range spans {
 		y := fr.laneY(s.Client) + (laneH-barH)/2
 		class := "hold"
 		if c, ok := bad[s.Acquire]; ok {
 			class += " " + c
 		}
-		title := fmt.Sprintf("client %d, token %d (hold %d, key %s)\n%s to %s, ended by %s",
-			s.Client, s.Token, s.Acquire, s.Key, at(s.Start), at(s.End), s.EndedBy)
+		title := fmt.Sprintf("%s, token %d (hold %d, key %s)\n%s to %s, ended by %s",
+			h.ClientName(s.Client), s.Token, s.Acquire, s.Key, at(s.Start), at(s.End), s.EndedBy)
 		holds = append(holds, labelled(shape{X: fr.x(s.Start), Y: y, W: max(fr.x(s.Believed)-fr.x(s.Start), 1), H: barH,
 			Class: class, Title: title}, fmt.Sprint(s.Token)))
 		if s.Overrun {
@@ -270,13 +278,13 @@ func ticks(end time.Duration, x func(time.Duration) float64) []tick {
 	return ts
 }
 
-func faultClass(k history.FaultKind) string {
+func faultClass(k fault.Kind) string {
 	switch {
 	case k.ClientSide():
 		return "client"
 	case k.TakesNodeDown():
 		return "down"
-	case k == history.FaultLatency:
+	case k == fault.Latency:
 		return "slow"
 	}
 	return "skew"
@@ -287,13 +295,6 @@ func violationClass(v history.Violation) string {
 		return "expected"
 	}
 	return "bad"
-}
-
-func target(f history.FaultSpan) string {
-	if f.Kind.ClientSide() {
-		return fmt.Sprintf("client %d", f.Client)
-	}
-	return fmt.Sprintf("node %d", f.Node)
 }
 
 // at prints an offset of the run, e.g. "1.234s".

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
 
 func TestHTML(t *testing.T) {
@@ -106,7 +107,7 @@ func TestScreenshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	if err := Screenshot(ctx, page, shot); errors.Is(err, ErrNoBrowser) {
-		t.Skip("no chromium installed: install the chromium package to run this test")
+		testenv.SkipOrFail(t, "no chromium installed: scripts/deps.sh installs it (Debian: apt-get install chromium)")
 	} else if err != nil {
 		t.Fatal(err)
 	}

@@ -7,18 +7,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
 const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
-                   [--seed N] [--backend process|docker] [--json FILE] [--html FILE]
+                   [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
+                   [--json FILE] [--html FILE] [--history FILE] [--strict]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -27,16 +28,22 @@ duplicate tokens, stale writes accepted, lost writes and liveness.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
-  tolerated:            ` + strings.Join(chaos.Tolerated(), ",") + `
-  assumption-breaking:  ` + strings.Join(chaos.AssumptionBreaking(), ",") + `
-  (mutual-exclusion violations under these are reported as expected; the
-  fenced store must still stay correct)
+  tolerated:            ` + fault.Join(fault.Tolerated()) + `
+  assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
+  (mutual-exclusion violations under these are reported as expected, unless
+  --strict; the fenced store must still stay correct)
 
 Exit status:
   0  verdict ok: no violation the faults do not explain
   1  a violation under faults that should not cause one
   2  bad usage
-  3  verdict unknown (too little happened to judge), or the run could not be carried out
+  3  verdict unknown (too little happened to judge, or faults could not be
+     injected: the report lists them), or the run could not be carried out
+
+Environment:
+  FENCEDLOCK_LIBFAKETIME  path of libfaketime.so.1 for clock-skew faults on
+                          the process backend (default: where Debian puts it)
+  FENCEDLOCK_REDIS_IMAGE  the Redis image of the docker backend
 `
 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -46,12 +53,16 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
-	faults := fs.String("faults", strings.Join(chaos.Tolerated(), ","), "faults to inject")
+	faults := fs.String("faults", fault.Join(fault.Tolerated()), "faults to inject")
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
 	fs.StringVar(&cfg.Backend, "backend", "process", "where the nodes run: process or docker")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")
+	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", 100*time.Millisecond,
+		"bound of each node call of the workload (below half the TTL; raise it on a loaded machine)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
+	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
+	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -69,14 +80,16 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--duration must be positive")
 	case cfg.TTL <= 0:
 		return cmd.fail(stderr, "--ttl must be positive")
+	case cfg.NodeTimeout <= 0:
+		return cmd.fail(stderr, "--node-timeout must be positive")
 	}
-	list, err := chaos.ParseFaults(*faults)
+	list, err := fault.Parse(*faults)
 	if err != nil {
 		return cmd.fail(stderr, "%v", err)
 	}
 	cfg.Faults = list
 	if cfg.Faults == nil {
-		cfg.Faults = []string{} // --faults "": no faults at all, not the default
+		cfg.Faults = []fault.Kind{} // --faults "": no faults at all, not the default
 	}
 	cfg.Seed = *seed
 	if cfg.Seed == 0 {
@@ -89,35 +102,59 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d clients, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, cfg.Clients, cfg.Duration, strings.Join(cfg.Faults, ","), cfg.Seed)
+		cfg.Nodes, cfg.Backend, cfg.Clients, cfg.Duration, fault.Join(cfg.Faults), cfg.Seed)
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):
 		return cmd.fail(stderr, "%v", err)
+	case errors.Is(err, chaos.ErrInjection):
+		// The run happened, with faults missing: report it, verdict unknown.
+		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 	case err != nil:
 		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 		return 3
 	}
+	if *historyPath != "" {
+		if err := writeFile(*historyPath, func(w io.Writer) error { return history.WriteJSONL(w, run.History) }); err != nil {
+			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
+			return 3
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", *historyPath)
+	}
+	if code, ok := writeReports(run, *jsonPath, *htmlPath, stdout, stderr, "chaos"); !ok {
+		return code
+	}
+	return verdictStatus(run.Result.Verdict)
+}
+
+// writeReports prints the text summary of run and writes the JSON report
+// and the HTML timeline to the paths that are set. On failure it returns 3.
+func writeReports(run report.Run, jsonPath, htmlPath string, stdout, stderr io.Writer, name string) (int, bool) {
 	rep := report.New(run)
 	if err := rep.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-		return 3
+		fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+		return 3, false
 	}
-	if *jsonPath != "" {
-		if err := writeFile(*jsonPath, rep.WriteJSON); err != nil {
-			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-			return 3
+	if jsonPath != "" {
+		if err := writeFile(jsonPath, rep.WriteJSON); err != nil {
+			fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+			return 3, false
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", *jsonPath)
+		fmt.Fprintf(stderr, "wrote %s\n", jsonPath)
 	}
-	if *htmlPath != "" {
-		if err := writeFile(*htmlPath, func(w io.Writer) error { return report.WriteHTML(w, run) }); err != nil {
-			fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
-			return 3
+	if htmlPath != "" {
+		if err := writeFile(htmlPath, func(w io.Writer) error { return report.WriteHTML(w, run) }); err != nil {
+			fmt.Fprintf(stderr, "fencedlock %s: %v\n", name, err)
+			return 3, false
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", *htmlPath)
+		fmt.Fprintf(stderr, "wrote %s\n", htmlPath)
 	}
-	switch run.Result.Verdict {
+	return 0, true
+}
+
+// verdictStatus is the exit status of a verdict: 0 ok, 1 violated, 3 unknown.
+func verdictStatus(v history.Verdict) int {
+	switch v {
 	case history.VerdictOK:
 		return exitOK
 	case history.VerdictViolated:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,8 +12,8 @@ import (
 func TestChaosCommand(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
-	r := call(t.Context(), "chaos", "--nodes", "3", "--clients", "3", "--duration", "2s", "--ttl", "300ms",
-		"--faults", "kill,pause", "--seed", "3", "--quiet", "--json", jsonPath, "--html", htmlPath)
+	r := call(t.Context(), append([]string{"chaos", "--nodes", "3", "--clients", "3",
+		"--faults", "kill,pause", "--seed", "3", "--quiet", "--json", jsonPath, "--html", htmlPath}, chaosFlags(t)...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -49,6 +50,7 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--backend", "vm"},
 		{"--duration", "soon"},
 		{"--seed", "0"},
+		{"--node-timeout", "0s"},
 		{"extra"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)
@@ -56,4 +58,25 @@ func TestChaosBadUsage(t *testing.T) {
 			t.Errorf("chaos %q: exit %d, want 2 (stderr %q)", args, r.code, r.stderr)
 		}
 	}
+}
+
+// The exit statuses that --help promises beyond 0 and 2: 1 for a violation
+// the faults do not explain (with --strict, none does), 3 when faults could
+// not be injected (libfaketime pointed at nothing).
+func TestChaosExitStatuses(t *testing.T) {
+	common := append([]string{"chaos", "--nodes", "3", "--clients", "3", "--seed", "3", "--quiet"}, chaosFlags(t)...)
+	t.Run("1 violated", func(t *testing.T) {
+		r := call(t.Context(), append(slices.Clone(common), "--faults", "client-pause", "--strict")...)
+		if r.code != 1 || !strings.Contains(r.stdout, "verdict: VIOLATED") || !strings.Contains(r.stdout, "UNEXPECTED mutual_exclusion") {
+			t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("3 faults failed", func(t *testing.T) {
+		t.Setenv("FENCEDLOCK_LIBFAKETIME", filepath.Join(t.TempDir(), "libfaketime.so.1"))
+		r := call(t.Context(), append(slices.Clone(common), "--faults", "clock-skew")...)
+		if r.code != 3 || !strings.Contains(r.stdout, "verdict: UNKNOWN") || !strings.Contains(r.stdout, "FAILED clock-skew") ||
+			!strings.Contains(r.stderr, "libfaketime not found") {
+			t.Fatalf("exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
 }

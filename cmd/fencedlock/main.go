@@ -1,10 +1,12 @@
 // Command fencedlock holds a lock on a majority of independent Redis nodes
 // while a command runs (like flock(1), across machines), shows what the
-// nodes hold for a key, and runs chaos scenarios against local nodes.
+// nodes hold for a key, runs chaos scenarios against local nodes, and checks
+// histories of lock operations recorded by any system.
 //
 //	fencedlock run    --nodes ADDRS --key KEY [flags] -- COMMAND [ARGS...]
 //	fencedlock status --nodes ADDRS --key KEY [--json]
 //	fencedlock chaos  [flags]
+//	fencedlock check  [flags] FILE
 //	fencedlock version
 //
 // Each command's --help lists its flags and exit statuses.
@@ -44,12 +46,14 @@ Usage:
   fencedlock run    --nodes ADDRS --key KEY [flags] -- COMMAND [ARGS...]
   fencedlock status --nodes ADDRS --key KEY [--json]
   fencedlock chaos  [flags]
+  fencedlock check  [flags] FILE
   fencedlock version
 
 Commands:
   run      hold the lock while COMMAND runs, like flock(1) across machines
   status   show what each node holds for a key, and whether a quorum holds it
   chaos    run a fault-injection scenario against local Redis nodes and report
+  check    check a history of lock operations recorded by any system, and report
   version  print the version
 
 ADDRS is a comma-separated list of host:port or redis://[user:password@]host:port[/db];
@@ -78,6 +82,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runStatus(ctx, rest, stdout, stderr)
 	case "chaos":
 		return runChaos(ctx, rest, stdout, stderr)
+	case "check":
+		return runCheck(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "fencedlock %s %s\n", version(), runtime.Version())
 		return exitOK

@@ -1,0 +1,179 @@
+package docker
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+)
+
+// relay is the hop between a container node's fault proxy and the container.
+// Docker publishes the container's port on a new host port after every start
+// and every network reconnect, so the relay dials whatever address it was
+// last given; the proxy in front of it, which clients know, never changes.
+//
+// While the node is down (no address), the relay closes each connection at
+// once: clients see a reset, as from a dead server. While the node is
+// partitioned (its netState says so; the proxy's gates drop every byte
+// meanwhile), the relay never closes a client's connection, even when the
+// container side goes away (disconnecting the container from its network
+// makes Docker drop the published port and its connections): it holds it,
+// discarding its bytes, until the partition heals, and closes it then. So a
+// partition looks like packet loss to clients, not like a refusal.
+type relay struct {
+	ln   net.Listener
+	st   *netfault.State // the node's fault state, shared with its proxy's gates
+	done chan struct{}   // closed by close
+
+	mu       sync.Mutex // protects upstream, conns, closed
+	upstream string     // the container's published address; "" while down
+	conns    map[net.Conn]struct{}
+	closed   bool
+
+	wg sync.WaitGroup // the accept loop and one per connection
+}
+
+// dialTimeout bounds the relay's dial to the published port: on a local
+// engine it answers in microseconds or refuses at once.
+const dialTimeout = time.Second
+
+func newRelay(st *netfault.State) (*relay, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &relay{ln: ln, st: st, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	r.wg.Add(1)
+	go r.accept()
+	return r, nil
+}
+
+// addr is where the proxy forwards to.
+func (r *relay) addr() string { return r.ln.Addr().String() }
+
+// setUpstream points new connections at addr ("" while the node is down).
+// Connections already open stay as they are.
+func (r *relay) setUpstream(addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.upstream = addr
+}
+
+func (r *relay) target() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.upstream
+}
+
+// track adds c to the open connections, or reports false once closed.
+func (r *relay) track(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *relay) untrack(c net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.conns, c)
+}
+
+func (r *relay) accept() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		if !r.track(c) {
+			_ = c.Close()
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.untrack(c)
+			defer c.Close()
+			r.serve(c)
+		}()
+	}
+}
+
+// serve forwards c to the container until either side ends.
+func (r *relay) serve(c net.Conn) {
+	if r.st.View().Partitioned {
+		r.hold(c)
+		return
+	}
+	up := r.target()
+	if up == "" {
+		return // down: closed at once
+	}
+	u, err := net.DialTimeout("tcp", up, dialTimeout)
+	if err != nil {
+		r.hold(c)
+		return
+	}
+	if !r.track(u) {
+		_ = u.Close()
+		return
+	}
+	defer r.untrack(u)
+	ended := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(u, c); ended <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); ended <- struct{}{} }()
+	<-ended
+	_ = u.Close()
+	r.hold(c) // the container side may have gone with a partition
+	_ = c.Close()
+	<-ended
+}
+
+// hold keeps c open while the node is partitioned, discarding what arrives,
+// and returns when the partition heals, the client closes c, or the relay
+// closes. It returns at once if the node is not partitioned.
+func (r *relay) hold(c net.Conn) {
+	if !r.st.View().Partitioned {
+		return
+	}
+	gone := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, c); close(gone) }()
+	defer func() { _ = c.Close(); <-gone }()
+	for {
+		v := r.st.View()
+		if !v.Partitioned {
+			return
+		}
+		select {
+		case <-v.Changed:
+		case <-gone:
+			return
+		case <-r.done:
+			return
+		}
+	}
+}
+
+// close stops accepting, closes every open connection and waits for the
+// relay's goroutines to end.
+func (r *relay) close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	close(r.done)
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	r.mu.Unlock()
+	_ = r.ln.Close()
+	r.wg.Wait()
+}

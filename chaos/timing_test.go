@@ -1,0 +1,68 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/backend/docker"
+	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
+)
+
+// timing is the TTL and node timeout of the short runs on a backend, from
+// how fast this machine is now: the first of 300ms and 50ms, then twice, four
+// and eight times that, under which a 3s calibration run with no faults (the
+// short runs' nodes and clients) gets at least 10 acquisitions. Too short a
+// node timeout does not only fail some calls: each timeout closes a
+// connection, the redials load the machine further, and the run collapses.
+// On a 2-core machine at a load of 14, under -race, 50ms failed every
+// acquisition of a 5s run, while 100ms made 33 in 4s; the containers' network
+// is slower than the process backend's loopback.
+type timing struct {
+	ttl, nodeTimeout time.Duration
+	err              error
+}
+
+var calibrations sync.Map // backend name -> func() timing
+
+func calibrate(backendName string) timing {
+	const d, enough = 3 * time.Second, 10
+	var got []string
+	for ttl, nt := 300*time.Millisecond, 50*time.Millisecond; nt <= 800*time.Millisecond; ttl, nt = 2*ttl, 2*nt {
+		run, err := chaos.Run(context.Background(), chaos.Config{
+			Nodes: 5, Clients: 6, Duration: d, Faults: []fault.Kind{}, Seed: 1, TTL: ttl, NodeTimeout: nt,
+			Backend: backendName,
+		})
+		if err != nil {
+			return timing{err: err}
+		}
+		if run.Result.Acquisitions >= enough {
+			return timing{ttl: ttl, nodeTimeout: nt}
+		}
+		got = append(got, fmt.Sprintf("%d with a %v node timeout", run.Result.Acquisitions, nt))
+	}
+	return timing{err: fmt.Errorf("fewer than %d acquisitions in %v with no faults on %s: %s",
+		enough, d, backendName, strings.Join(got, ", "))}
+}
+
+// shortTiming returns the timing of backendName, calibrated once per test
+// binary; it fails t if calibration did, and skips or fails it (see
+// testenv.SkipOrFail) when the docker backend has no image.
+func shortTiming(t *testing.T, backendName string) (ttl, nodeTimeout time.Duration) {
+	t.Helper()
+	once, _ := calibrations.LoadOrStore(backendName, sync.OnceValue(func() timing { return calibrate(backendName) }))
+	tm := once.(func() timing)()
+	if errors.Is(tm.err, docker.ErrNoImage) {
+		testenv.SkipOrFail(t, "docker works, but: %v\nbuild the image with scripts/redis-image.sh (make image)", tm.err)
+	}
+	if tm.err != nil {
+		t.Fatalf("calibration run: %v", tm.err)
+	}
+	return tm.ttl, tm.nodeTimeout
+}

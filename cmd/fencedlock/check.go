@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/report"
+)
+
+const checkHeader = `Usage:
+  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--json FILE] [--html FILE] FILE
+
+Checks a history of lock operations recorded by any system — one JSON object
+per line (JSON Lines): acquire, extend, release, write and lost operations of
+clients on lock keys, with invoke and complete times on one clock, tokens,
+validity ends and outcomes; optionally faults, the final store contents and
+the node count. Package recorder writes it from Go programs; 'fencedlock chaos
+--history FILE' writes a chaos run's. FILE - reads standard input. The format
+is in docs/history-format.md.
+
+The checker is the chaos run's: mutual exclusion, fencing order, duplicate
+tokens, stale writes accepted, lost writes (when the final store contents are
+given) and liveness (when the node count is given); the same text summary,
+JSON report and HTML timeline.
+`
+
+const checkFooter = `Exit status:
+  0  verdict ok: no violation the recorded faults do not explain
+  1  a violation under faults that should not cause one
+  2  bad usage, or a history that cannot be read (the error names the line and the field)
+  3  verdict unknown (too little happened, operations that never completed,
+     or faults that could not be injected)
+`
+
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand("check", checkHeader, checkFooter)
+	fs := cmd.fs
+	nodes := fs.Int("nodes", 0, "the history has `N` lock nodes: a quorum for liveness (default: its run line's)")
+	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
+	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
+	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
+	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
+	if code, ok := cmd.parse(args, stdout, stderr); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() != 1:
+		return cmd.fail(stderr, "want one history FILE, got %d arguments", fs.NArg())
+	case *nodes < 0:
+		return cmd.fail(stderr, "--nodes must not be negative")
+	case *stall < 0:
+		return cmd.fail(stderr, "--stall-threshold must not be negative")
+	}
+	h, err := readHistory(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencedlock check: %v\n", err)
+		return exitUsage
+	}
+	if *nodes > 0 {
+		h.Nodes = *nodes
+	}
+	opts := history.CheckOptions{StallThreshold: *stall}
+	if *strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
+	run := report.Run{Nodes: h.Nodes, Clients: clients(h), Duration: h.End, History: h, Result: history.Check(h, opts)}
+	if code, ok := writeReports(run, *jsonPath, *htmlPath, stdout, stderr, "check"); !ok {
+		return code
+	}
+	return verdictStatus(run.Result.Verdict)
+}
+
+func readHistory(path string) (history.History, error) {
+	if path == "-" {
+		return history.ReadJSONL(os.Stdin)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return history.History{}, err
+	}
+	defer f.Close()
+	h, err := history.ReadJSONL(f)
+	if err != nil {
+		return history.History{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// clients counts the clients of h: one more than the highest index.
+func clients(h history.History) int {
+	n := len(h.Clients)
+	for _, op := range h.Ops {
+		if op.Kind != history.KindFault || op.Fault.ClientSide() {
+			n = max(n, op.Client+1)
+		}
+	}
+	return n
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// recorded is a history of a real chaos run, kept by package history.
+func recorded(name string) string {
+	return filepath.Join("..", "..", "chaos", "history", "testdata", "recorded", name)
+}
+
+func TestCheckCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{recorded("kill-partition-pause.jsonl")}, 0, "verdict: OK (no violations)"},
+		{[]string{recorded("client-pause.jsonl")}, 0, "verdict: OK (26 expected violations"},
+		{[]string{"--strict", recorded("client-pause.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
+		{[]string{"--stall-threshold", "1ms", recorded("amnesia.jsonl")}, 1, "liveness: VIOLATED"},
+		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+			r := call(t.Context(), append([]string{"check", "--json", jsonPath, "--html", htmlPath}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {
+				t.Fatalf("exit %d, want %d; stdout lacks %q?\n%s\nstderr: %s", r.code, tc.code, tc.want, r.stdout, r.stderr)
+			}
+			rep := readReport(t, jsonPath)
+			for _, k := range []string{"nodes", "clients", "duration_s", "acquisitions", "acquire_failures", "faults",
+				"violations", "stale_writes_rejected", "verdict"} {
+				if _, ok := rep[k]; !ok {
+					t.Errorf("JSON report lacks %q", k)
+				}
+			}
+			if h, err := os.ReadFile(htmlPath); err != nil || !strings.Contains(string(h), "<svg") {
+				t.Errorf("HTML report: %v (%d bytes)", err, len(h))
+			}
+		})
+	}
+}
+
+// A history that cannot be read is an error naming the line and the field.
+func TestCheckMalformed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	lines := `{"kind":"acquire","client":"a","key":"k","invoke_ns":10,"complete_ns":20,"outcome":"ok","token":1}
+{"kind":"release","client":"a","key":"k","invoke_ns":30,"complete_ns":31,"outcome":"ok","token":1}
+{"kind":"release","client":"a","key":"k","invoke_ns":40,"complete_ns":41,"outcome":"done","token":1}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t.Context(), "check", path)
+	if r.code != exitUsage || !strings.Contains(r.stderr, `h.jsonl: history: line 3: field "outcome": "done" is not an outcome of release`) {
+		t.Fatalf("exit %d, stderr %q; want 2 and the line and field", r.code, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}
+
+func TestCheckUnknown(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"empty": "",
+		"pending": `{"kind":"acquire","client":0,"key":"k","invoke_ns":10,"complete_ns":20,"outcome":"ok","token":1}
+{"kind":"acquire","client":1,"key":"k","invoke_ns":12}
+{"kind":"release","client":0,"key":"k","invoke_ns":30,"complete_ns":31,"outcome":"ok","token":1}
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := call(t.Context(), "check", path); r.code != 3 || !strings.Contains(r.stdout, "verdict: UNKNOWN") {
+				t.Fatalf("exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestCheckBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{recorded("amnesia.jsonl"), recorded("amnesia.jsonl")},
+		{"--nodes", "-1", recorded("amnesia.jsonl")},
+		{"--stall-threshold", "-1s", recorded("amnesia.jsonl")},
+		{"--bogus", recorded("amnesia.jsonl")},
+		{filepath.Join(t.TempDir(), "missing.jsonl")},
+	} {
+		r := call(t.Context(), append([]string{"check"}, args...)...)
+		if r.code != exitUsage || r.stderr == "" {
+			t.Errorf("check %q: exit %d, stderr %q; want 2 and a message", args, r.code, r.stderr)
+		}
+	}
+}
+
+// A chaos run's own history, written with --history and checked with
+// check, gives the same verdict and counts.
+func TestCheckRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	hist, chaosJSON, checkJSON := filepath.Join(dir, "h.jsonl"), filepath.Join(dir, "chaos.json"), filepath.Join(dir, "check.json")
+	r := call(t.Context(), append([]string{"chaos", "--nodes", "5", "--clients", "4",
+		"--faults", "kill,partition,client-pause", "--seed", "4", "--quiet", "--json", chaosJSON, "--history", hist},
+		chaosFlags(t)...)...)
+	if r.code != 0 {
+		t.Fatalf("chaos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c := call(t.Context(), "check", "--json", checkJSON, hist)
+	if c.code != r.code {
+		t.Fatalf("check: exit %d, chaos exited %d\n%s%s", c.code, r.code, c.stdout, c.stderr)
+	}
+	want, got := readReport(t, chaosJSON), readReport(t, checkJSON)
+	for _, k := range []string{"nodes", "acquisitions", "acquire_failures", "faults", "violations", "expected_violations",
+		"violations_by_fault", "stale_writes_rejected", "writes_accepted", "store_correct", "store_checked",
+		"verdict", "reason", "liveness_ok", "longest_stall_ms", "stall_threshold_ms", "acquire_latency_ms"} {
+		if !reflect.DeepEqual(got[k], want[k]) {
+			t.Errorf("%s: check says %v, the chaos run %v", k, got[k], want[k])
+		}
+	}
+	t.Logf("chaos: %s", strings.SplitN(r.stdout, "\n", 2)[0])
+}
+
+func readReport(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}

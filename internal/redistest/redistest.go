@@ -22,6 +22,11 @@ func WithEnv(env ...string) Option {
 	return func(c *redisproc.Config) { c.Env = append(c.Env, env...) }
 }
 
+// WithArgs adds redis-server arguments, e.g. "--cluster-enabled", "yes".
+func WithArgs(args ...string) Option {
+	return func(c *redisproc.Config) { c.Args = append(c.Args, args...) }
+}
+
 // Start starts one node; it is closed at the end of the test. The test fails
 // at once when redis-server is not installed or does not start.
 func Start(t testing.TB, opts ...Option) *redisproc.Proc {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/internal/examplenodes"
 	"github.com/fencedlock/fencedlock/redlock"
 )
@@ -31,16 +33,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer nodes.Close()
-	const key, ttl = "long-task:nightly-report", 300 * time.Millisecond
-	fmt.Fprintf(stdout, "nodes: %s\nDo %q ttl=%v: the watchdog extends the lock every ~%v\n", nodes, key, ttl, ttl/3)
+	const key = "long-task:nightly-report"
+
+	// The lock's timings, sized from this network: a per-node timeout well
+	// above the slowest round trip measured now, and a TTL of twenty of
+	// those, so that a slow moment does not cost an extension. (A real job
+	// picks its TTL from how long a stall it can tolerate; this demo wants
+	// a short one, to show several extensions in a few seconds.)
+	rtt, err := slowestRoundTrip(ctx, nodes.Clients)
+	if err != nil {
+		return err
+	}
+	nodeTimeout := max(50*rtt, 10*time.Millisecond)
+	ttl := 20 * nodeTimeout
+	fmt.Fprintf(stdout, "nodes: %s\nslowest round trip %v: node timeout=%v\n", nodes, rtt.Round(time.Microsecond), nodeTimeout.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "Do %q ttl=%v: the watchdog extends the lock every ~%v\n", key, ttl.Round(time.Millisecond), (ttl / 3).Round(time.Millisecond))
 
 	// The observer shows what the lock itself sees: each extension, and each
 	// node that fails a call. (It is meant for metrics; keep it quick.)
 	tl := newTimeline(stdout)
 	obs := &observer{tl: tl, extended: make(chan struct{}, 64)}
-	// The per-node timeout defaults to TTL/20, 15ms for this demo's short
-	// TTL: ample on a LAN, tight on a busy machine running tests in parallel.
-	locks, err := redlock.New(nodes.Clients, redlock.WithObserver(obs), redlock.WithNodeTimeout(50*time.Millisecond))
+	locks, err := redlock.New(nodes.Clients, redlock.WithObserver(obs), redlock.WithNodeTimeout(nodeTimeout))
 	if err != nil {
 		return err
 	}
@@ -99,6 +112,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("the task finished although a majority of nodes was killed")
 	}
 	return err
+}
+
+// slowestRoundTrip is the slowest of a few PINGs to each node.
+func slowestRoundTrip(ctx context.Context, clients []redis.UniversalClient) (time.Duration, error) {
+	var slowest time.Duration
+	for _, c := range clients {
+		for range 10 {
+			start := time.Now()
+			if err := c.Ping(ctx).Err(); err != nil {
+				return 0, err
+			}
+			slowest = max(slowest, time.Since(start))
+		}
+	}
+	return slowest, nil
 }
 
 // observer prints lock events. Its methods run on the lock's goroutines.

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,13 @@ type event struct {
 	latency time.Duration      // acquired
 	nodeErr *redlock.NodeError // node-error
 	at      time.Time
+}
+
+func (e event) String() string {
+	if e.kind == "node-error" {
+		return fmt.Sprintf("node-error(%v)", e.nodeErr)
+	}
+	return fmt.Sprintf("%s(%s, %d)", e.kind, e.key, e.token)
 }
 
 // recorder is an Observer that keeps every event, for tests to wait on.

@@ -10,16 +10,25 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// measureRTT warms the nodes up (see warmUp) and returns a round trip that
-// nine in ten PINGs to them beat: the unit the timing bounds of these tests
-// are multiples of, so that they stretch on a loaded machine instead of
-// failing. (Not the slowest: one stray hiccup would make every bound, and
-// the test, a hundred times longer.)
+// measureRTT warms the nodes up (see warmUp) and returns pingRTT.
 func measureRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
 	t.Helper()
 	warmUp(t, nodes)
+	return pingRTT(t, nodes)
+}
+
+// pingRTT is a round trip that nine in ten PINGs to the nodes beat: the
+// unit the timing bounds of these tests are multiples of, so that they
+// stretch on a loaded machine instead of failing. (Not the slowest: one
+// stray hiccup would make every bound, and the test, a hundred times
+// longer.)
+func pingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
+	t.Helper()
 	var rtts []time.Duration
 	for i, n := range nodes {
+		if err := n.Ping(t.Context()).Err(); err != nil { // dials
+			t.Fatalf("node %d: %v", i, err)
+		}
 		for range max(10, 30/len(nodes)) {
 			start := time.Now()
 			if err := n.Ping(t.Context()).Err(); err != nil {

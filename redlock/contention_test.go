@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,7 +105,7 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 			const k, d, hold = 6, 3 * time.Second, time.Millisecond
 			// The node timeout and TTL scale with this run's round trip, so
 			// that a loaded machine is measured against itself.
-			rtt := pingRTT(t, r.clients[0])
+			rtt := pingRTT(t, r.clients)
 			nodeTimeout := max(50*time.Millisecond, 20*rtt)
 			ttl := 6 * nodeTimeout
 			one := contend(t, r, 1, ttl, nodeTimeout, 2*ttl, hold, d)
@@ -124,19 +123,4 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pingRTT is the median of a few PING round trips to rdb.
-func pingRTT(t *testing.T, rdb redis.UniversalClient) time.Duration {
-	t.Helper()
-	var rtts []time.Duration
-	for range 11 {
-		start := time.Now()
-		if err := rdb.Ping(t.Context()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		rtts = append(rtts, time.Since(start))
-	}
-	slices.Sort(rtts)
-	return rtts[len(rtts)/2]
 }

@@ -157,7 +157,7 @@ func TestRaiseRequiresOwnership(t *testing.T) {
 			node2.Del(context.Background(), "k")
 		}
 	}))
-	c := r.client(t)
+	c := r.client(t, redlock.WithNodeTimeout(roomyNodeTimeout(pingRTT(t, r.clients))))
 	_, err := c.TryLock(ctx, "k", time.Second)
 	if !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("TryLock: %v, want ErrNotAcquired (only 1 node at the top counter)", err)
@@ -168,10 +168,11 @@ func TestRaiseRequiresOwnership(t *testing.T) {
 	}
 }
 
-// fenceKeyOf returns the fence counter key of "k" (by taking it once).
+// fenceKeyOf returns the fence counter key of "k" (by taking it once, which
+// also loads the scripts).
 func fenceKeyOf(t *testing.T, r *rig) string {
 	t.Helper()
-	c, err := redlock.New(r.clients)
+	c, err := redlock.New(r.clients, redlock.WithNodeTimeout(roomyNodeTimeout(pingRTT(t, r.clients))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,21 +158,35 @@ func TestWatchdogExtendsThenSignalsLoss(t *testing.T) {
 
 func TestDoCancelsWhenMajorityDies(t *testing.T) {
 	r := newRig(t, 5)
-	c := r.client(t, redlock.WithNodeTimeout(100*time.Millisecond))
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	// The watchdog extends every ttl/3. The first extension after the kill
+	// fails at once (the dead nodes refuse connections), so fn's ctx must end
+	// about ttl/3 after the acquisition, with some two thirds of the validity
+	// left: not when the validity runs out, which an expiry alone would do.
+	ttl := 30 * nt
+	c := r.client(t, redlock.WithNodeTimeout(nt))
 	ctx := t.Context()
-	var token uint64
-	err := c.Do(ctx, "task", 600*time.Millisecond, func(fctx context.Context, l *redlock.Lock) error {
+	var (
+		token             uint64
+		killed, cancelled time.Time
+		left              time.Duration // validity left when fn's ctx ended
+	)
+	err := c.Do(ctx, "task", ttl, func(fctx context.Context, l *redlock.Lock) error {
 		token = l.Token()
 		for _, p := range r.procs[:3] {
 			if err := p.Kill(); err != nil {
 				return err
 			}
 		}
+		killed = time.Now()
+		limit := time.NewTimer(ttl)
+		defer limit.Stop()
 		select {
 		case <-fctx.Done():
+			cancelled, left = time.Now(), l.TTL()
 			return fctx.Err()
-		case <-ctx.Done():
-			return errors.New("fn's ctx was never cancelled")
+		case <-limit.C:
+			return errors.New("fn's ctx was not cancelled within a ttl of the kill")
 		}
 	})
 	if !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, context.Canceled) {
@@ -180,6 +194,16 @@ func TestDoCancelsWhenMajorityDies(t *testing.T) {
 	}
 	if token == 0 {
 		t.Fatal("fn never ran")
+	}
+	took := cancelled.Sub(killed)
+	t.Logf("ttl %v: fn's ctx ended %v after the kill, with %v of validity left", ttl, took, left)
+	// One watchdog period, and the failed extension's own time (it is
+	// bounded by two node timeouts), with as much again to spare.
+	if bound := ttl/3 + 4*nt; took > bound {
+		t.Errorf("fn's ctx ended %v after the kill, want within %v (the watchdog period %v plus 4 node timeouts)", took, bound, ttl/3)
+	}
+	if left < ttl/3 {
+		t.Errorf("fn's ctx ended with %v of validity left, want at least %v: that is the validity running out, not the loss being noticed", left, ttl/3)
 	}
 }
 

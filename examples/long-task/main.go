@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/internal/examplenodes"
 	"github.com/fencedlock/fencedlock/redlock"
 )
@@ -31,16 +33,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer nodes.Close()
-	const key, ttl = "long-task:nightly-report", 300 * time.Millisecond
-	fmt.Fprintf(stdout, "nodes: %s\nDo %q ttl=%v: the watchdog extends the lock every ~%v\n", nodes, key, ttl, ttl/3)
+	const key = "long-task:nightly-report"
+
+	// The lock's timings, sized from what this machine and network do now:
+	// a per-node timeout of four times the slowest round trip seen over a
+	// moment of PINGs (on a busy machine that includes its stalls), and not
+	// under 100ms; a TTL of ten of those, so that the watchdog's extensions,
+	// every TTL/3, have room to spare. (A real job picks its TTL from how
+	// long a stall it can tolerate; this demo wants a short one, to show
+	// several extensions in a few seconds.)
+	rtt, err := slowestRoundTrip(ctx, nodes.Clients, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	nodeTimeout := max(4*rtt, 100*time.Millisecond)
+	ttl := 10 * nodeTimeout
+	fmt.Fprintf(stdout, "nodes: %s\nslowest round trip %v: node timeout=%v\n", nodes, rtt.Round(time.Microsecond), nodeTimeout.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "Do %q ttl=%v: the watchdog extends the lock every ~%v\n", key, ttl.Round(time.Millisecond), (ttl / 3).Round(time.Millisecond))
 
 	// The observer shows what the lock itself sees: each extension, and each
-	// node that fails a call. (It is meant for metrics; keep it quick.)
+	// node that fails a call. (It is meant for metrics; keep it quick.) It
+	// runs on the lock's goroutines, so from here on everything is printed
+	// through the timeline, which serialises the writes.
 	tl := newTimeline(stdout)
 	obs := &observer{tl: tl, extended: make(chan struct{}, 64)}
-	// The per-node timeout defaults to TTL/20, 15ms for this demo's short
-	// TTL: ample on a LAN, tight on a busy machine running tests in parallel.
-	locks, err := redlock.New(nodes.Clients, redlock.WithObserver(obs), redlock.WithNodeTimeout(50*time.Millisecond))
+	locks, err := redlock.New(nodes.Clients, redlock.WithObserver(obs), redlock.WithNodeTimeout(nodeTimeout))
 	if err != nil {
 		return err
 	}
@@ -90,15 +107,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	})
 	switch {
 	case errors.Is(err, redlock.ErrLockLost) && nodes.Local():
-		fmt.Fprintf(stdout, "Do returned %q: errors.Is(err, redlock.ErrLockLost) = true\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		tl.printf("Do returned %q: errors.Is(err, redlock.ErrLockLost) = true", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return nil
 	case err == nil && !nodes.Local():
-		fmt.Fprintln(stdout, "Do returned nil: task finished, lock released")
+		tl.printf("Do returned nil: task finished, lock released")
 		return nil
 	case err == nil:
 		return errors.New("the task finished although a majority of nodes was killed")
 	}
 	return err
+}
+
+// slowestRoundTrip PINGs the nodes in turn for d and returns the slowest
+// round trip.
+func slowestRoundTrip(ctx context.Context, clients []redis.UniversalClient, d time.Duration) (time.Duration, error) {
+	var slowest time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for _, c := range clients {
+			start := time.Now()
+			if err := c.Ping(ctx).Err(); err != nil {
+				return 0, err
+			}
+			slowest = max(slowest, time.Since(start))
+		}
+	}
+	return slowest, nil
 }
 
 // observer prints lock events. Its methods run on the lock's goroutines.

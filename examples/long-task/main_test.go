@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -27,14 +29,57 @@ func TestRunCancelsTheTaskWhenAMajorityDies(t *testing.T) {
 	if err := run(t.Context(), nil, &out); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, &out)
 	}
+	s := out.String()
+	// Only the loss may cancel the task: an extension that failed with
+	// validity left, not "its validity ran out".
 	want := regexp.MustCompile(`(?s)task started under token=[1-9].*` +
 		`extended by the watchdog.*extended by the watchdog.*` +
-		`killed 2 of 3 nodes.*` +
-		`task ctx cancelled: context canceled; the lock was lost: .*` +
+		`t=\+(\d+)ms +killed 2 of 3 nodes.*` +
+		`t=\+(\d+)ms +task ctx cancelled: context canceled; the lock was lost: ` +
+		`an extension reached fewer than 2 of 3 nodes, with (\S+) of validity left\n.*` +
 		`Do returned ".*redlock: lock lost.*": errors.Is\(err, redlock.ErrLockLost\) = true`)
-	if !want.MatchString(out.String()) {
-		t.Errorf("output does not match %s:\n%s", want, &out)
+	m := want.FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("output does not match %s:\n%s", want, s)
 	}
+	ttl, nodeTimeout := durationIn(t, s, `ttl=(\S+):`), durationIn(t, s, `node timeout=(\S+)\n`)
+	killed, cancelled := msIn(t, m[1]), msIn(t, m[2])
+	left, err := time.ParseDuration(m[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cancelled the moment the lock was lost: at the first extension after
+	// the kill (one watchdog period, and that extension's own time, bounded
+	// by two node timeouts), well before the validity would run out.
+	if took, bound := cancelled-killed, ttl/3+4*nodeTimeout; took > bound {
+		t.Errorf("the task was cancelled %v after the kill, want within %v (ttl %v):\n%s", took, bound, ttl, s)
+	}
+	if left < ttl/3 {
+		t.Errorf("the task was cancelled with %v of validity left, want at least %v (ttl %v):\n%s", left, ttl/3, ttl, s)
+	}
+}
+
+// durationIn parses the duration that pattern's group matches in s.
+func durationIn(t *testing.T, s, pattern string) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(pattern).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("output lacks %s:\n%s", pattern, s)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func msIn(t *testing.T, digits string) time.Duration {
+	t.Helper()
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 func TestRunWithGivenNodesOnlyExtends(t *testing.T) {

@@ -1,0 +1,84 @@
+package redlock_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// measureRTT warms the nodes up (see warmUp) and returns pingRTT.
+func measureRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
+	t.Helper()
+	warmUp(t, nodes)
+	return pingRTT(t, nodes)
+}
+
+// pingRTT is a round trip that nine in ten PINGs to the nodes beat: the
+// unit the timing bounds of these tests are multiples of, so that they
+// stretch on a loaded machine instead of failing. (Not the slowest: one
+// stray hiccup would make every bound, and the test, a hundred times
+// longer.)
+func pingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
+	t.Helper()
+	var rtts []time.Duration
+	for i, n := range nodes {
+		if err := n.Ping(t.Context()).Err(); err != nil { // dials
+			t.Fatalf("node %d: %v", i, err)
+		}
+		for range max(10, 30/len(nodes)) {
+			start := time.Now()
+			if err := n.Ping(t.Context()).Err(); err != nil {
+				t.Fatalf("node %d: %v", i, err)
+			}
+			rtts = append(rtts, time.Since(start))
+		}
+	}
+	slices.Sort(rtts)
+	p90 := rtts[len(rtts)*9/10]
+	t.Logf("PING round trips: median %v, 90th percentile %v, slowest %v", rtts[len(rtts)/2], p90, rtts[len(rtts)-1])
+	return p90
+}
+
+// warmUp takes and releases a lock on nodes with a client of its own, so
+// that what the test measures next pays neither for dialling, nor for
+// loading the scripts (a first EVALSHA is answered NOSCRIPT), nor for
+// building the fence key table. Close waits for its releases.
+func warmUp(t testing.TB, nodes []redis.UniversalClient) {
+	t.Helper()
+	c, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(t.Context(), "warm-up", time.Minute)
+	if err != nil {
+		t.Fatalf("warm-up: %v", err)
+	}
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Fatalf("warm-up: %v", err)
+	}
+}
+
+// roomyNodeTimeout is a node timeout that healthy nodes meet even when the
+// machine is busy: a hundred of the slowest round trips measured, and not
+// below 50ms, since a quiet moment's PING says little about the next
+// scheduler hiccup of a loaded 2-core machine under the race detector.
+func roomyNodeTimeout(rtt time.Duration) time.Duration {
+	return max(100*rtt, 50*time.Millisecond)
+}
+
+// eventually polls cond (a condition on the servers or the client) until it
+// holds, and fails the test when deadline passes first.
+func eventually(t testing.TB, deadline time.Time, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not by the deadline", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, bounded by deadline
+	}
+}

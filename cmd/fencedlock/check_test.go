@@ -111,7 +111,9 @@ func TestCheckRoundTrip(t *testing.T) {
 	r := call(t.Context(), append([]string{"chaos", "--nodes", "5", "--clients", "4",
 		"--faults", "kill,partition,client-pause", "--seed", "4", "--quiet", "--json", chaosJSON, "--history", hist},
 		chaosFlags(t)...)...)
-	if r.code != 0 {
+	// What is checked here is the round trip: a run whose verdict is
+	// unknown (a loaded machine got few holds done) must round-trip too.
+	if r.code != 0 && r.code != 3 {
 		t.Fatalf("chaos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c := call(t.Context(), "check", "--json", checkJSON, hist)

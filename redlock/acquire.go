@@ -44,7 +44,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		l        *Lock
 		hint     time.Duration
 		tried    bool
-		took     time.Duration // the barging attempt's time on the wire
+		took     time.Duration // the last attempt's time on the wire
 		courtesy = c.waiters.courtesy(key)
 	)
 	switch {
@@ -99,6 +99,13 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
 		}
 		if !now {
+			if hint > 0 {
+				// Refused by another value: a holder, or the winner of a
+				// split vote, which needs about as long as this attempt
+				// took to ask the others' nodes again. Retrying sooner
+				// takes those nodes from under it, and nobody gets the key.
+				d = max(d, 2*took)
+			}
 			if hint > 0 && hint < d {
 				// Wake when the holder's key expires, spread over a couple
 				// of milliseconds: waiters in other processes got the same
@@ -113,7 +120,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		c.waiters.drain(q)
 		start := time.Now()
 		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
-		c.waiters.tried(q, time.Since(start), hint > 0)
+		took = time.Since(start)
+		c.waiters.tried(q, took, hint > 0)
 		tried = true
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)

@@ -10,7 +10,10 @@ import (
 // returns [ErrNotAcquired]. A strategy must be safe for concurrent use.
 //
 // Lock never sleeps longer than the current holder's remaining TTL, and a
-// release by the holder wakes it early, so the backoff is an upper bound.
+// release by the holder wakes it early. After a refusal it sleeps at least
+// twice as long as that attempt took (unless a release wakes it): the
+// winner of a split vote needs about that long to gather the nodes, and a
+// retry sooner would take them from under it.
 type RetryStrategy interface {
 	Backoff(attempt int) (d time.Duration, ok bool)
 }

@@ -91,6 +91,9 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 	for _, fault := range []string{"healthy", "killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {
 			r := newRig(t, 5)
+			// The node timeout and TTL scale with this run's round trip, so
+			// that a loaded machine is measured against itself.
+			rtt := pingRTT(t, r.clients)
 			switch fault {
 			case "killed":
 				if err := r.procs[4].Kill(); err != nil {
@@ -103,9 +106,6 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 				t.Cleanup(func() { _ = r.procs[4].Resume() })
 			}
 			const k, d, hold = 6, 3 * time.Second, time.Millisecond
-			// The node timeout and TTL scale with this run's round trip, so
-			// that a loaded machine is measured against itself.
-			rtt := pingRTT(t, r.clients)
 			nodeTimeout := max(50*time.Millisecond, 20*rtt)
 			ttl := 6 * nodeTimeout
 			one := contend(t, r, 1, ttl, nodeTimeout, 2*ttl, hold, d)

@@ -75,18 +75,19 @@ func TestConcurrentExtendsKeepUntilHonest(t *testing.T) {
 				t.Fatalf("iteration %d: %v", i, err)
 			}
 		}
-		// Every Extend answered by a quorum; the stragglers land by the
-		// time every node has answered a PTTL behind them in its queue.
-		now := time.Now()
-		pttls := make([]time.Duration, len(r.clients))
+		// Every Extend answered by a quorum. Each node's expiry is at most
+		// its PTTL after the moment the PTTL call returned (the server read
+		// it before), plus the millisecond PTTL truncates.
+		expiries := make([]time.Time, len(r.clients))
 		for j, rc := range r.clients {
-			pttls[j] = rc.PTTL(ctx, "k").Val()
+			pttl := rc.PTTL(ctx, "k").Val()
+			expiries[j] = time.Now().Add(pttl + time.Millisecond)
 		}
-		sort.Slice(pttls, func(a, b int) bool { return pttls[a] > pttls[b] })
-		kept := pttls[c.Quorum()-1] // a quorum keeps the key at least this long
-		if left := l.Until().Sub(now); left > kept {
-			t.Fatalf("iteration %d: Until() is %v away, but a quorum drops the key within %v (PTTLs %v)",
-				i, left, kept, pttls)
+		sort.Slice(expiries, func(a, b int) bool { return expiries[a].After(expiries[b]) })
+		kept := expiries[c.Quorum()-1] // a quorum keeps the key at least until this
+		if until := l.Until(); until.After(kept) {
+			t.Fatalf("iteration %d: Until() is %v after the time by which a quorum drops the key",
+				i, until.Sub(kept))
 		}
 	}
 }

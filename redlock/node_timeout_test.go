@@ -38,7 +38,11 @@ func TestDefaultNodeTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := newEventLog()
-			c := r.client(t, redlock.WithObserver(rec))
+			c, err := redlock.New(r.clients, redlock.WithObserver(rec)) // the default node timeout, not the rig's
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
 			for _, p := range r.procs[1:] {
 				if err := p.Pause(); err != nil {
 					t.Fatal(err)

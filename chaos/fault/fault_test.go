@@ -59,7 +59,12 @@ func TestTraits(t *testing.T) {
 	if got := fault.AssumptionBreaking(); !sameSet(got, want) {
 		t.Errorf("AssumptionBreaking() = %v, want %v", got, want)
 	}
-	if k := fault.Kind("meteor"); k.Known() || k.ClientSide() || k.TakesNodeDown() || k.BreaksAssumptions() {
+	for _, k := range all {
+		if want := k == fault.RestartWithoutData || k == fault.DelayedRestart; k.LosesData() != want {
+			t.Errorf("%s: LosesData() = %v", k, k.LosesData())
+		}
+	}
+	if k := fault.Kind("meteor"); k.Known() || k.ClientSide() || k.TakesNodeDown() || k.BreaksAssumptions() || k.LosesData() {
 		t.Errorf("unknown kind has traits")
 	}
 }

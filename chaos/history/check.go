@@ -124,12 +124,19 @@ type CheckOptions struct {
 // mutual exclusion rests on clients acting within their validity, on clocks
 // that run at about the same rate and on nodes keeping their keys (every
 // kind of fault.AssumptionBreaking); token order and uniqueness rest only on
-// nodes keeping their fence counters.
+// nodes keeping their fence counters (every kind that LosesData, the delayed
+// restart included).
 func DefaultExpected() map[Property][]fault.Kind {
+	var losers []fault.Kind
+	for _, k := range fault.Kinds() {
+		if k.LosesData() {
+			losers = append(losers, k)
+		}
+	}
 	return map[Property][]fault.Kind{
 		MutualExclusion: fault.AssumptionBreaking(),
-		FencingOrder:    {fault.RestartWithoutData},
-		DuplicateTokens: {fault.RestartWithoutData},
+		FencingOrder:    losers,
+		DuplicateTokens: slices.Clone(losers),
 	}
 }
 

@@ -215,6 +215,37 @@ func TestCheck(t *testing.T) {
 			expected: Counts{FencingOrder: 1, DuplicateTokens: 1},
 		},
 		{
+			// Delayed restarts bring nodes back without their fence counters:
+			// stacked before anything heals them, tokens can go back.
+			name: "fencing breaks after delayed restarts: expected",
+			history: func(b *builder) History {
+				b.cycle(0, 0, 3, 1)
+				b.fault(fault.DelayedRestart, 1, 10, 12)
+				a := b.acquire(1, 13, 14, 50, 2)
+				b.write(a, "e2", 15, 16, Rejected, 0) // the fenced store refuses it
+				b.release(a, 18, 19)
+				return b.done(30)
+			},
+			verdict:  VerdictOK,
+			found:    Counts{FencingOrder: 1},
+			expected: Counts{FencingOrder: 1},
+			rejected: 1,
+		},
+		{
+			name: "a kill keeps the counters: token order broken under it is a violation",
+			history: func(b *builder) History {
+				b.cycle(0, 0, 3, 1)
+				b.fault(fault.Kill, 1, 10, 12)
+				a := b.acquire(1, 13, 14, 50, 2)
+				b.write(a, "e2", 15, 16, Rejected, 0)
+				b.release(a, 18, 19)
+				return b.done(30)
+			},
+			verdict:  VerdictViolated,
+			found:    Counts{FencingOrder: 1},
+			rejected: 1,
+		},
+		{
 			name: "stale write accepted by store order",
 			history: func(b *builder) History {
 				a := b.acquire(0, 0, 1, 50, 1)

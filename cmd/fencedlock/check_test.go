@@ -108,7 +108,7 @@ func TestCheckBadUsage(t *testing.T) {
 func TestCheckRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	hist, chaosJSON, checkJSON := filepath.Join(dir, "h.jsonl"), filepath.Join(dir, "chaos.json"), filepath.Join(dir, "check.json")
-	r := call(t.Context(), append([]string{"chaos", "--nodes", "5", "--clients", "4",
+	r := call(t.Context(), append([]string{"chaos", "--nodes", "3", "--clients", "3", // as calibrated
 		"--faults", "kill,partition,client-pause", "--seed", "4", "--quiet", "--json", chaosJSON, "--history", hist},
 		chaosFlags(t)...)...)
 	// What is checked here is the round trip: a run whose verdict is

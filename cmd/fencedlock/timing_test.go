@@ -15,7 +15,7 @@ import (
 // chaosTiming is the --ttl and --node-timeout of the chaos runs of these
 // tests, from how fast this machine is now: the first of 300ms and 50ms,
 // then twice, four and eight times that, under which a 2s run with no
-// faults on 3 nodes and 3 clients gets at least 10 acquisitions. On a loaded
+// faults on 3 nodes and 3 clients gets at least 30 acquisitions. On a loaded
 // machine under -race a fixed 100ms node timeout got none: each timeout
 // closes a connection, and the redials load the machine further.
 var chaosTiming = sync.OnceValues(func() ([]string, error) {
@@ -30,7 +30,7 @@ var chaosTiming = sync.OnceValues(func() ([]string, error) {
 		path := filepath.Join(dir, nt.String()+".json")
 		r := call(context.Background(), append([]string{"chaos", "--nodes", "3", "--clients", "3", "--duration", "2s",
 			"--faults", "", "--quiet", "--json", path}, flags...)...)
-		if r.code != 0 && r.code != 3 {
+		if r.code != 0 && r.code != 1 && r.code != 3 { // a collapsed run may report a stall
 			return nil, fmt.Errorf("chaos %s: exit %d: %s", flags, r.code, r.stderr)
 		}
 		b, err := os.ReadFile(path)
@@ -41,12 +41,12 @@ var chaosTiming = sync.OnceValues(func() ([]string, error) {
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return nil, err
 		}
-		if n := rep.Acquisitions; n >= 10 {
+		if n := rep.Acquisitions; n >= 30 {
 			return flags, nil
 		}
 		got = append(got, fmt.Sprintf("%d with --node-timeout %v", rep.Acquisitions, nt))
 	}
-	return nil, fmt.Errorf("fewer than 10 acquisitions in 2s: %s", strings.Join(got, ", "))
+	return nil, fmt.Errorf("fewer than 30 acquisitions in 2s: %s", strings.Join(got, ", "))
 })
 
 // chaosFlags returns the calibrated --ttl and --node-timeout flags and a

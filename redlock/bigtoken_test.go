@@ -41,17 +41,24 @@ func TestTokensExactPast2to53(t *testing.T) {
 		name  string
 		seeds []uint64 // per node
 		want  []uint64 // tokens of successive holds
+		held  int      // a node where another value holds the key (refuses), or -1
 	}{
-		{"healthy", []uint64{p53 - 1, p53 - 1, p53 - 1}, []uint64{p53, p53 + 1, p53 + 2, p53 + 3}},
-		// Counters diverged by one: the fast path must see that node 2 is
-		// ahead, and the raise must really lift nodes 0 and 1.
-		{"diverged", []uint64{p53, p53, p53 + 1}, []uint64{p53 + 2, p53 + 3, p53 + 4}},
-		{"near 2^63", []uint64{1<<63 - 6, 1<<63 - 6, 1<<63 - 6}, []uint64{1<<63 - 5, 1<<63 - 4, 1<<63 - 3}},
+		{"healthy", []uint64{p53 - 1, p53 - 1, p53 - 1}, []uint64{p53, p53 + 1, p53 + 2, p53 + 3}, -1},
+		// Counters diverged by one, and node 2 refuses: the grants are
+		// nodes 0 and 1, the fast path must see that node 1 is ahead, and
+		// the raise must really lift node 0 (and the heal node 2).
+		{"diverged", []uint64{p53, p53 + 1, p53}, []uint64{p53 + 2, p53 + 3, p53 + 4}, 2},
+		{"near 2^63", []uint64{1<<63 - 6, 1<<63 - 6, 1<<63 - 6}, []uint64{1<<63 - 5, 1<<63 - 4, 1<<63 - 3}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, 3)
 			c := r.client(t)
 			r.seedCounters(t, "big", tc.seeds...)
+			if tc.held >= 0 {
+				if err := r.clients[tc.held].Set(t.Context(), "big", "other", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for k, want := range tc.want {
 				l, err := c.TryLock(t.Context(), "big", 10*time.Second)
 				if err != nil {

@@ -54,7 +54,11 @@ func TestDefaultNodeTimeout(t *testing.T) {
 			if !errors.Is(err, redlock.ErrNotAcquired) {
 				t.Fatalf("TryLock with 2 of 3 nodes frozen: %v, want ErrNotAcquired", err)
 			}
-			first := rec.await(t, start.Add(time.Minute), "node error", isKind("node-error"))
+			// The first error of a frozen node: with a 5ms timeout a loaded
+			// machine can also miss the healthy node's deadline.
+			first := rec.await(t, start.Add(time.Minute), "node error of a frozen node", func(e event) bool {
+				return isKind("node-error")(e) && e.nodeErr.Node != 0
+			})
 			took := first.at.Sub(start)
 			t.Logf("ttl %v: the first frozen node timed out after %v", tc.ttl, took)
 			if took < tc.want {
@@ -62,9 +66,6 @@ func TestDefaultNodeTimeout(t *testing.T) {
 			}
 			if tc.below > 0 && took >= tc.below {
 				t.Errorf("a frozen node timed out after %v, want the default node timeout %v (and below %v)", took, tc.want, tc.below)
-			}
-			if n := first.nodeErr.Node; n != 1 && n != 2 {
-				t.Errorf("node %d failed, want a frozen one (1 or 2): %v", n, first.nodeErr)
 			}
 		})
 	}

@@ -310,6 +310,12 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	if err := ctx.Err(); err != nil {
 		return nil, 0, errors.Join(ErrNotAcquired, err)
 	}
+	// The attempt counts as in flight until its releases or heals are
+	// queued: Close waits for it before it stops the batchers, or a grant
+	// would be left behind. Counted before the check, so a Close that
+	// found nothing in flight is seen here.
+	c.inflight.add(1)
+	defer c.inflight.done()
 	select {
 	case <-c.closing:
 		return nil, 0, errors.Join(ErrNotAcquired, errClosed)

@@ -197,6 +197,8 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 	switch {
 	case key == "":
 		return invalid("empty key")
+	case FenceKey(key) == key:
+		return invalid("key %q is a fence counter", key)
 	case ttl <= 0:
 		return invalid("ttl %v is not positive", ttl)
 	case ttl < time.Millisecond:

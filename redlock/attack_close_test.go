@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,14 +112,5 @@ func TestAttackCloseDuringCalls(t *testing.T) {
 
 // isClosedErr reports whether err says the client was closed.
 func isClosedErr(err error) bool {
-	return err != nil && containsStr(err.Error(), "client closed")
-}
-
-func containsStr(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
+	return err != nil && strings.Contains(err.Error(), "client closed")
 }

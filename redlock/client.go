@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"log/slog"
+	"math"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -137,7 +138,7 @@ func (c *Client) Close() error {
 // a little more for the calls queued behind it.
 func (c *Client) closeTimeout() time.Duration {
 	if c.cfg.nodeTimeout > 0 {
-		return 2 * c.cfg.nodeTimeout
+		return 2 * min(c.cfg.nodeTimeout, math.MaxInt64/2) // no overflow into no wait
 	}
 	return 2 * maxNodeTimeout
 }

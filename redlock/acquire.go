@@ -215,6 +215,8 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 	switch {
 	case key == "":
 		return invalid("empty key")
+	case FenceKey(key) == key:
+		return invalid("key %q is a fence counter", key)
 	case ttl <= 0:
 		return invalid("ttl %v is not positive", ttl)
 	case ttl < time.Millisecond:
@@ -232,9 +234,12 @@ var (
 )
 
 // retryable says whether a failed attempt is worth another: refusals and
-// node errors are; bad input, a closed client and an ended ctx are not.
+// node errors are; bad input, a closed client, an ended ctx and an exhausted
+// fence counter are not (a counter at the maximum means a quorum is there:
+// no attempt can succeed again).
 func retryable(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed)
+	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed) &&
+		!errors.Is(err, ErrTokenExhausted)
 }
 
 // withCtx joins ctx's error to a failure that ctx's end caused.

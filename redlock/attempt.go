@@ -277,6 +277,18 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
+// abandon is fail for a caller whose ctx ended: it must return at once, so
+// every node that granted or failed is released in the background, and
+// calls still open release themselves when they answer.
+func (a *attempt) abandon(err error) error {
+	for _, r := range a.decide(abandoned, 0) {
+		if r.granted || r.err != nil {
+			a.stepBack(r.node)
+		}
+	}
+	return err
+}
+
 // stepBack releases node i's grant in the background, unannounced: only
 // an Unlock wakes waiters (see release.lua).
 func (a *attempt) stepBack(i int) {
@@ -307,6 +319,12 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	if err := ctx.Err(); err != nil {
 		return nil, 0, errors.Join(ErrNotAcquired, err)
 	}
+	// The attempt counts as in flight until its releases or heals are
+	// queued: Close waits for it before it stops the batchers, or a grant
+	// would be left behind. Counted before the check, so a Close that
+	// found nothing in flight is seen here.
+	c.inflight.add(1)
+	defer c.inflight.done()
 	select {
 	case <-c.closing:
 		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
@@ -371,7 +389,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			t.asked(reasked)
 			a.ask(reasked)
 		case <-ctx.Done():
-			return nil, 0, a.fail(errors.Join(ErrNotAcquired, ctx.Err()))
+			return nil, 0, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
 		}
 	}
 	token, ok := a.fence(t.grants())

@@ -44,6 +44,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		l        *Lock
 		hint     time.Duration
 		tried    bool
+		granted  int           // nodes that granted the last attempt
 		took     time.Duration // the last attempt's time on the wire
 		courtesy = c.waiters.courtesy(key)
 	)
@@ -59,7 +60,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	default:
 		c.waiters.prepare(key)
 		start := time.Now()
-		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		var f failure
+		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		hint, granted = f.holderTTL, f.granted
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
 		}
@@ -68,7 +71,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	q, w := c.waiters.join(key)
 	defer func() { c.waiters.leave(key, q, w, l != nil) }()
 	if tried {
-		c.waiters.tried(q, took, hint > 0)
+		c.waiters.tried(q, took, hint > 0, granted)
 	}
 	select {
 	case <-w:
@@ -137,9 +140,11 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		now = false
 		c.waiters.drain(q)
 		start := time.Now()
-		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		var f failure
+		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		hint, granted = f.holderTTL, f.granted
 		took = time.Since(start)
-		c.waiters.tried(q, took, hint > 0)
+		c.waiters.tried(q, took, hint > 0, granted)
 		tried = true
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)

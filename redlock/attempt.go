@@ -305,8 +305,9 @@ func (a *attempt) release(i int) (bool, error) {
 	return asInt(v) == 1, nil
 }
 
-// tryOnce is one attempt. On failure it also returns how long the current
-// holder's key has left (0 when unknown), the longest a waiter should sleep.
+// tryOnce is one attempt. On failure it also says what it saw (failure):
+// how long the current holder's key has left, the longest a waiter should
+// sleep, and how many nodes granted it before it stepped back.
 //
 // It decides as soon as the answers allow: a quorum of grants, or answers
 // that cannot make one as they stand. Then a split vote between contenders
@@ -315,9 +316,9 @@ func (a *attempt) release(i int) (bool, error) {
 // the others fail at once. Nodes that have not answered when someone else
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
-func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, time.Duration, error) {
+func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, errors.Join(ErrNotAcquired, err)
+		return nil, failure{}, errors.Join(ErrNotAcquired, err)
 	}
 	// The attempt counts as in flight until its releases or heals are
 	// queued: Close waits for it before it stops the batchers, or a grant
@@ -327,7 +328,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	defer c.inflight.done()
 	select {
 	case <-c.closing:
-		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
+		return nil, failure{}, errors.Join(ErrNotAcquired, errClosed)
 	default:
 	}
 	wall := time.Now() // network waits are real time
@@ -365,7 +366,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			}
 			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
 				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
-				return nil, t.holderTTL(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+				return nil, t.failure(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
 			}
 			// The contenders step back now; ask again once their releases
 			// had about a round trip to land.
@@ -389,17 +390,17 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			t.asked(reasked)
 			a.ask(reasked)
 		case <-ctx.Done():
-			return nil, 0, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
+			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
 		}
 	}
 	token, ok := a.fence(t.grants())
 	if !ok {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
+		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
 	}
 	until := a.start.Add(ttl - c.driftOf(ttl))
 	now := c.cfg.clock.Now()
 	if !now.Before(until) {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
+		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {
@@ -409,5 +410,5 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	if lc.autoExtend {
 		l.startWatchdog()
 	}
-	return l, 0, nil
+	return l, failure{}, nil
 }

@@ -1,22 +1,3 @@
-// Not compiled: a failing test, to apply with its fix (rename to
-// redlock/attack_wake_test.go). Today it fails:
-//
-//	--- FAIL: TestAttackWakeWhenHolderNodeDies (10.26s)
-//	    attack_wake_test.go:51: the waiter slept on though the key is free on
-//	    4 of 5 nodes and the holder's release was announced on every live node it held
-//
-// Cause: waitQueues.deliver wakes the head once nheard >= q - (N - nsubbed).
-// nsubbed counts nodes that ever confirmed the subscription and never goes
-// down, so a node that dies after confirming still counts as one that will
-// announce. The nodes the head's own last attempt was granted (and stepped
-// back from) are free too, but are not counted. With the default backoff the
-// waiter still wakes at its backoff (at most 512ms), so this is a late wake,
-// not a lost one.
-//
-// Proposed fix (waitqueue.go, acquire.go): have tried() record how many
-// nodes granted the head's last attempt (tryOnce would return it, or the
-// tally's grant count), keep it in keyQueue.free (reset in drain), and wake
-// when nheard + free >= q, as well as on the existing rule.
 package redlock_test
 
 import (

@@ -43,9 +43,12 @@ type Config struct {
 	// goroutines, which is faster.
 	ClientProcs bool
 
-	// onProcOp, if set, is called with each op a client process reports
-	// (invoked, then completed), on Run's history clock: for tests.
-	onProcOp func(client, pid int, op history.Op)
+	// For tests, called from the goroutine that reads the client process:
+	// onProcOp with each op it reports (invoked, then completed), on Run's
+	// history clock; onProcStop once it is stopped (client-pause), with its
+	// hold's validity end and the time, on that clock.
+	onProcOp   func(client, pid int, op history.Op)
+	onProcStop func(client, pid int, validUntil, now time.Duration)
 }
 
 // FaketimeEnv names the environment variable that gives the path of

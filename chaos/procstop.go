@@ -17,7 +17,8 @@ import (
 // the TTL/2 past the hold's validity end, then SIGCONT — the whole process
 // frozen, its timers and goroutines included, as by a GC pause or a VM
 // freeze. The process then writes as if nothing happened. The fault is
-// recorded from the SIGSTOP to the SIGCONT; one that could not be sent or
+// recorded from just before the SIGSTOP to just before the SIGCONT, which
+// the process cannot act within; one that could not be sent or
 // did not take (the process not seen stopped) is recorded as failed.
 func (p *procClient) stopPastValidity(tok uint64) {
 	if p.set.runCtx.Err() != nil {
@@ -27,14 +28,17 @@ func (p *procClient) stopPastValidity(tok uint64) {
 	validUntil := p.validUntil(tok)
 	start := time.Now()
 	err := p.sigstop()
+	if f := p.set.cfg.onProcStop; f != nil && err == nil {
+		f(p.id, p.pid, validUntil, p.set.rec.Now())
+	}
 	if err == nil {
 		sleepReal(p.set.runCtx, validUntil+p.set.cfg.TTL/2-p.set.rec.Offset(time.Now()))
 	}
 	p.send(procCommand{Cmd: cmdResume}) // before SIGCONT: read the moment it runs again
+	end := time.Now()                   // stopped until now at least: it may run at once
 	if cerr := syscall.Kill(p.pid, syscall.SIGCONT); cerr != nil && err == nil {
 		err = fmt.Errorf("SIGCONT to client process %d: %w", p.pid, cerr)
 	}
-	end := time.Now()
 	p.set.rec.FaultAt(fault.ClientPause, p.id, start, end, err)
 	if err == nil {
 		p.mu.Lock()

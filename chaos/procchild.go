@@ -80,6 +80,7 @@ func serveClient(in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resume := make(chan struct{}, 1)
+	started := make(chan struct{})
 	var trigger *childTrigger
 	if s.KillTrigger {
 		trigger = newChildTrigger(c, w)
@@ -103,6 +104,12 @@ func serveClient(in io.Reader, out io.Writer) error {
 				return
 			}
 			switch cmd.Cmd {
+			case cmdStart:
+				select {
+				case <-started:
+				default:
+					close(started)
+				}
 			case cmdPause:
 				c.pauseNext.Store(true)
 			case cmdSkew:
@@ -119,7 +126,11 @@ func serveClient(in io.Reader, out io.Writer) error {
 			}
 		}
 	}()
-	c.loop(ctx)
+	select { // the other processes start meanwhile
+	case <-started:
+		c.loop(ctx)
+	case <-ctx.Done():
+	}
 	if trigger != nil {
 		trigger.stop()
 	}

@@ -138,9 +138,16 @@ func (s *procSet) startProc(exe string, st procSettings) (*procClient, error) {
 	return p, nil
 }
 
-// send sends a command to every process... to one process; a process that
-// ended does not need it.
+// send sends cmd to p; a process that ended does not need it.
 func (p *procClient) send(cmd procCommand) { _ = p.in.send(cmd) }
+
+// begin starts the workload in every process: they wait for it, so that
+// none runs before the run's clock does.
+func (s *procSet) begin() {
+	for _, p := range s.procs {
+		p.send(procCommand{Cmd: cmdStart})
+	}
+}
 
 // arm arms a client fault of kind on client i (clientFaults).
 func (s *procSet) arm(kind fault.Kind, i int) {

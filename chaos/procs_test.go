@@ -17,6 +17,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
@@ -425,4 +426,47 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
+// printTimeEnv makes the test binary print time.Now's Unix seconds and exit.
+const printTimeEnv = "FENCEDLOCK_TEST_PRINT_TIME"
+
+// TestLibfaketimeMissesGo shows why a client process's skewed clock is a
+// clock.Clock of its own and not libfaketime: preloaded into a Go program,
+// libfaketime moves date(1)'s clock a day back but not Go's time.Now, which
+// reads the clock through the vDSO, never through libc.
+func TestLibfaketimeMissesGo(t *testing.T) {
+	lib := faketime.Find()
+	if lib == "" {
+		testenv.SkipOrFail(t, "libfaketime not found: install faketime")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), faketime.Env(lib, "-1d")...)
+	unix := func(name string, args []string, extra ...string) int64 {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		cmd.Env = append(env, extra...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			t.Fatalf("%s printed %q", name, out)
+		}
+		return n
+	}
+	now := time.Now().Unix()
+	date := unix("date", []string{"+%s"})
+	goNow := unix(exe, nil, printTimeEnv+"=1")
+	t.Logf("real %d, date under libfaketime %d, Go under libfaketime %d", now, date, goNow)
+	if d := now - date; d < 23*3600 || d > 25*3600 {
+		t.Fatalf("libfaketime did not move date's clock a day back (%ds): the test shows nothing", d)
+	}
+	if d := goNow - now; d < -3600 || d > 3600 {
+		t.Fatalf("libfaketime moved Go's clock by %ds: client processes could use it", d)
+	}
 }

@@ -39,6 +39,7 @@ type procSettings struct {
 
 // The commands Run sends to a client process after its settings.
 const (
+	cmdStart  = "start"  // the run starts: begin the workload
 	cmdPause  = "pause"  // client-pause: ask to be stopped in the next critical section
 	cmdSkew   = "skew"   // client-clock-skew: work up to the validity on the next hold
 	cmdResume = "resume" // the stop is over (sent just before SIGCONT)

@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	defer cancel()
 	if procs != nil {
 		procs.runCtx = runCtx
+		procs.begin()
 	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
 	start := time.Now()

@@ -106,8 +106,12 @@ func procsText(b *strings.Builder, procs []ClientProc) {
 	fmt.Fprintf(b, "client processes: pids %s; ended: %s\n", strings.Join(pids, " "), strings.Join(exits, ", "))
 	for _, p := range procs {
 		for _, s := range p.Stops {
-			fmt.Fprintf(b, "  SIGSTOP client %d (pid %d) at %s for %s, token %d, valid until %s\n",
-				p.Client, p.PID, msText(s.AtMs), msText(s.ForMs), s.Token, msText(s.ValidUntilMs))
+			cut := ""
+			if s.AtMs+s.ForMs < s.ValidUntilMs {
+				cut = " (cut short by the end of the run)"
+			}
+			fmt.Fprintf(b, "  SIGSTOP client %d (pid %d) at %s for %s, token %d, valid until %s%s\n",
+				p.Client, p.PID, msText(s.AtMs), msText(s.ForMs), s.Token, msText(s.ValidUntilMs), cut)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
@@ -32,6 +33,22 @@ type Config struct {
 	Strict bool
 	// Progress, if set, gets a live progress line every second.
 	Progress io.Writer
+	// ClientProcs runs each workload client as an OS process of its own,
+	// started by running this program's executable again, which must call
+	// ClientMain first thing (the fencedlock CLI does). The processes run on
+	// this machine and talk to the nodes' loopback addresses on either
+	// backend. client-pause is then a real SIGSTOP of the process in its
+	// critical section, and a process that dies leaves the ops it had in
+	// flight failed in the history. Default false: the clients are
+	// goroutines, which is faster.
+	ClientProcs bool
+
+	// For tests, called from the goroutine that reads the client process:
+	// onProcOp with each op it reports (invoked, then completed), on Run's
+	// history clock; onProcStop once it is stopped (client-pause), with its
+	// hold's validity end and the time, on that clock.
+	onProcOp   func(client, pid int, op history.Op)
+	onProcStop func(client, pid int, validUntil, now time.Duration)
 }
 
 // FaketimeEnv names the environment variable that gives the path of

@@ -35,6 +35,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	if err != nil {
 		return report.Run{}, err
 	}
+	if os.Getenv(ClientProcEnv) != "" {
+		// A program that does not call ClientMain would start runs of its own.
+		return report.Run{}, fmt.Errorf("chaos: this is a client process (%s is set): the program must call chaos.ClientMain first", ClientProcEnv)
+	}
 	b, err := newBackend(ctx, cfg)
 	if err != nil {
 		return report.Run{}, err
@@ -51,24 +55,55 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	defer storeRDB.Close()
 	store := fencing.NewRedis(storeRDB)
 
-	rec := history.NewRecorder(clock.Real(), cfg.Nodes)
-	clients, err := startClients(cfg, backend.Addrs(b), rec, store)
-	if err != nil {
-		return report.Run{}, err
-	}
-	defer func() {
-		for _, c := range clients {
-			c.close()
-		}
-	}()
-
 	plan, err := nodePlan(cfg)
 	if err != nil {
 		return report.Run{}, err
 	}
 
+	rec := history.NewRecorder(clock.Real(), cfg.Nodes)
+	var (
+		clients []*client
+		procs   *procSet
+		arm     func(fault.Kind, int)
+		trig    acquireTrigger
+		stats   = rec.Stats
+	)
+	if cfg.ClientProcs {
+		if procs, err = startProcs(ctx, cfg, b, storeProc.Addr(), rec); err != nil {
+			return report.Run{}, err
+		}
+		defer procs.kill()
+		arm, stats = procs.arm, procs.stats
+		if procs.trig != nil {
+			trig = procs.trig
+		}
+	} else {
+		if clients, err = startClients(cfg, backend.Addrs(b), rec, store); err != nil {
+			return report.Run{}, err
+		}
+		defer func() {
+			for _, c := range clients {
+				c.close()
+			}
+		}()
+		arm = func(kind fault.Kind, i int) {
+			if kind == fault.ClientPause {
+				clients[i].pauseNext.Store(true)
+			} else {
+				clients[i].skewNext.Store(true)
+			}
+		}
+		if cfg.has(fault.KillDuringAcquire) {
+			trig = newHookTrigger(b, clients[0])
+		}
+	}
+
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	if procs != nil {
+		procs.runCtx = runCtx
+		procs.begin()
+	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -81,12 +116,15 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	for _, c := range clients {
 		wg.Go(func() { c.loop(runCtx) })
 	}
-	wg.Go(func() { clientFaults(runCtx, cfg, clients) })
-	if cfg.has(fault.KillDuringAcquire) {
-		wg.Go(func() { killDuringAcquire(runCtx, cfg, b, plan, clients[0], faults) })
+	if procs != nil {
+		wg.Go(procs.wait)
+	}
+	wg.Go(func() { clientFaults(runCtx, cfg, arm) })
+	if trig != nil {
+		wg.Go(func() { killDuringAcquire(runCtx, cfg, b, plan, trig, faults) })
 	}
 	if cfg.Progress != nil {
-		wg.Go(func() { progress(runCtx, cfg, rec) })
+		wg.Go(func() { progress(runCtx, cfg, stats) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -104,13 +142,17 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	rec.FinalStore(resource, entries)
 
 	h := rec.History()
+	var procReport []report.ClientProc
+	if procs != nil {
+		h, procReport = procs.merge(h), procs.report()
+	}
 	var opts history.CheckOptions
 	if cfg.Strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
-		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts),
+		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts), ClientProcs: procReport,
 	}
 	return run, faults.err()
 }
@@ -216,8 +258,9 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 		backend.WithMaxDown(maxDown), backend.WithMaxTTL(cfg.TTL))
 }
 
-// clientFaults arms client pauses and clock-skew episodes at seeded times.
-func clientFaults(ctx context.Context, cfg Config, clients []*client) {
+// clientFaults arms client pauses and clock-skew episodes at seeded times,
+// through arm.
+func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
 	pause, skew := cfg.has(fault.ClientPause), cfg.has(fault.ClientClockSkew)
 	if !pause && !skew {
 		return
@@ -230,22 +273,22 @@ func clientFaults(ctx context.Context, cfg Config, clients []*client) {
 		}
 		switch {
 		case pause && (!skew || r.IntN(2) == 0):
-			clients[r.IntN(len(clients))].pauseNext.Store(true)
+			arm(fault.ClientPause, r.IntN(cfg.Clients))
 		default:
-			clients[0].skewNext.Store(true) // client 0 has the slow clock
+			arm(fault.ClientClockSkew, 0) // client 0 has the slow clock
 		}
 	}
 }
 
-func progress(ctx context.Context, cfg Config, rec *history.Recorder) {
+func progress(ctx context.Context, cfg Config, stats func() history.Stats) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			fmt.Fprintf(cfg.Progress, "\r%s   ", report.Progress(rec.Stats(), 0))
+			fmt.Fprintf(cfg.Progress, "\r%s   ", report.Progress(stats(), 0))
 		case <-ctx.Done():
-			fmt.Fprintf(cfg.Progress, "\r%s   \n", report.Progress(rec.Stats(), 0))
+			fmt.Fprintf(cfg.Progress, "\r%s   \n", report.Progress(stats(), 0))
 			return
 		}
 	}

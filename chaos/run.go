@@ -69,6 +69,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	var opts history.CheckOptions
+	if cfg.Strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -88,6 +92,9 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	if cfg.Progress != nil {
 		wg.Go(func() { progress(runCtx, cfg, rec) })
 	}
+	if cfg.StopOnViolation {
+		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts) })
+	}
 	wg.Wait()
 	elapsed := time.Since(start)
 
@@ -104,10 +111,6 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	rec.FinalStore(resource, entries)
 
 	h := rec.History()
-	var opts history.CheckOptions
-	if cfg.Strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
-	}
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
 		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts),
@@ -233,6 +236,28 @@ func clientFaults(ctx context.Context, cfg Config, clients []*client) {
 			clients[r.IntN(len(clients))].pauseNext.Store(true)
 		default:
 			clients[0].skewNext.Store(true) // client 0 has the slow clock
+		}
+	}
+}
+
+// stopOnViolation checks the history as it grows and calls stop at the
+// first safety violation that no fault explains. Safety violations stay
+// violations as the history grows, so the final check finds it again. Lost
+// writes need the final store and liveness the whole run: those wait for
+// the final check.
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		u := history.Check(rec.History(), opts).Unexpected()
+		if u.MutualExclusion+u.FencingOrder+u.DuplicateTokens+u.StaleWritesAccepted > 0 {
+			stop()
+			return
 		}
 	}
 }

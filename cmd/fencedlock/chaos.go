@@ -20,6 +20,7 @@ const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
+                   [--stop-on-violation]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -63,6 +64,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
+	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
+		"end the run at the first safety violation the faults do not explain; the report covers the run up to then")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code

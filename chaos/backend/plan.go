@@ -135,7 +135,7 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind
 	}
 	for _, k := range kinds {
 		switch k {
-		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency:
+		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency, fault.LoseReplies:
 		case fault.DelayedRestart:
 			if c.maxTTL <= 0 {
 				return fmt.Errorf("%w: %s needs WithMaxTTL", ErrInvalidPlan, k)
@@ -185,6 +185,8 @@ func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time
 		return Pause{Node: node}
 	case fault.Partition:
 		return Partition{Node: node}
+	case fault.LoseReplies:
+		return LoseReplies{Node: node}
 	case fault.Latency:
 		return Latency{Node: node, D: c.latency}
 	case fault.ClockSkew:

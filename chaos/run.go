@@ -74,6 +74,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	faults := &faultLog{rec: rec, runCtx: runCtx}
+	heals := newHealLoss(cfg, plan, rec)
+	for _, c := range clients {
+		heals.watch(c)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -93,6 +97,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { progress(runCtx, cfg, rec) })
 	}
 	wg.Wait()
+	heals.record()
 	elapsed := time.Since(start)
 
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -14,7 +14,7 @@ import (
 // a lock protocol gets wrong, on nodes drawn from the seed. NewHuntPlan
 // strings episodes together; each returns its steps from at on and the time
 // it ends.
-type episode func(h *hunt, at time.Duration) ([]Step, time.Duration)
+type episode func(h *hunt, at time.Duration) ([]Step, []Window, time.Duration)
 
 // Episodes of the hunt, in the order of the cycle before the seed shuffles
 // it. The overlapping majorities come twice a cycle: they are what exposes
@@ -28,10 +28,10 @@ var huntCycle = []episode{
 	(*hunt).clockJumps,
 }
 
-// HuntKinds returns the fault kinds NewHuntPlan injects.
+// HuntKinds returns the fault kinds of NewHuntPlan's steps and windows.
 func HuntKinds() []fault.Kind {
 	return []fault.Kind{fault.Partition, fault.RestartWithoutData, fault.LoseReplies,
-		fault.Restart, fault.Kill, fault.ClockSkew}
+		fault.Restart, fault.Kill, fault.ClockSkew, fault.DropHeal}
 }
 
 type hunt struct {
@@ -89,11 +89,12 @@ func NewHuntPlan(nodes int, duration time.Duration, seed uint64, opts ...PlanOpt
 		cycle := slices.Clone(huntCycle)
 		h.r.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
 		for _, ep := range cycle {
-			steps, end := ep(h, at)
+			steps, windows, end := ep(h, at)
 			if end > duration {
 				return p, nil
 			}
 			p.Steps = append(p.Steps, steps...)
+			p.Windows = append(p.Windows, windows...)
 			at = end + h.between(h.ttl/2, h.ttl) // the workload settles between episodes
 		}
 	}
@@ -108,8 +109,11 @@ func (h *hunt) perm() []int { return h.r.Perm(h.nodes) }
 // majority A is the first q nodes and B the last q; they share 2q-nodes
 // nodes (one, for an odd count). Clients see B (the rest partitioned) long
 // enough for many acquisitions, then A, then every node but the shared ones:
-// each view is a majority, and each partition a minority.
-func (h *hunt) overlappingMajorities(at time.Duration) ([]Step, time.Duration) {
+// each view is a majority, and each partition a minority. From the second
+// view on, the heals that clients send to lagging counters are lost
+// (fault.DropHeal): only the raise, which a token must not do without,
+// brings a lagging counter up.
+func (h *hunt) overlappingMajorities(at time.Duration) ([]Step, []Window, time.Duration) {
 	q := h.nodes/2 + 1
 	order := h.perm()
 	onlyA := order[:h.nodes-q]     // in A, not B
@@ -124,42 +128,47 @@ func (h *hunt) overlappingMajorities(at time.Duration) ([]Step, time.Duration) {
 		{shared, h.between(3*h.ttl/2, 2*h.ttl)}, // see all but the shared nodes
 	}
 	var steps []Step
-	for _, v := range views {
+	var heals Window
+	for i, v := range views {
 		for _, n := range v.cut {
 			steps = append(steps, Step{At: at, For: v.d, Kind: fault.Partition, Node: n, Fault: Partition{Node: n}})
 		}
+		if i == 1 {
+			heals = Window{At: at, Kind: fault.DropHeal}
+		}
 		at += v.d
 	}
-	return steps, at
+	heals.For = at - heals.At
+	return steps, []Window{heals}, at
 }
 
 // amnesiaRotation restarts a majority of the nodes without their data, one
 // after another, with time for acquisitions between two restarts.
-func (h *hunt) amnesiaRotation(at time.Duration) ([]Step, time.Duration) {
+func (h *hunt) amnesiaRotation(at time.Duration) ([]Step, []Window, time.Duration) {
 	var steps []Step
 	for _, n := range h.perm()[:h.nodes/2+1] {
 		gap := h.between(h.ttl/2, h.ttl)
 		steps = append(steps, Step{At: at, For: gap, Kind: fault.RestartWithoutData, Node: n, Fault: Restart{Node: n}})
 		at += gap
 	}
-	return steps, at
+	return steps, nil, at
 }
 
 // lostReplies drops a node's replies, then another's, while it applies what
 // it is sent.
-func (h *hunt) lostReplies(at time.Duration) ([]Step, time.Duration) {
+func (h *hunt) lostReplies(at time.Duration) ([]Step, []Window, time.Duration) {
 	var steps []Step
 	for _, n := range h.perm()[:2] {
 		d := h.between(h.ttl/2, h.ttl)
 		steps = append(steps, Step{At: at, For: d, Kind: fault.LoseReplies, Node: n, Fault: LoseReplies{Node: n}})
 		at += d
 	}
-	return steps, at
+	return steps, nil, at
 }
 
 // restarts restarts one node with its data and kills another, held down
 // for a while, then started again: auto-extended holds must ride through.
-func (h *hunt) restarts(at time.Duration) ([]Step, time.Duration) {
+func (h *hunt) restarts(at time.Duration) ([]Step, []Window, time.Duration) {
 	order := h.perm()
 	gap := h.between(h.ttl/2, h.ttl)
 	down := h.between(h.ttl/2, h.ttl)
@@ -167,11 +176,11 @@ func (h *hunt) restarts(at time.Duration) ([]Step, time.Duration) {
 		{At: at, For: gap, Kind: fault.Restart, Node: order[0], Fault: Restart{Node: order[0], WithData: true}},
 		{At: at + gap, For: down, Kind: fault.Kill, Node: order[1], Fault: Kill{Node: order[1]}},
 	}
-	return steps, at + gap + down
+	return steps, nil, at + gap + down
 }
 
 // clockJumps moves one node's clock forward, then back, each held a while.
-func (h *hunt) clockJumps(at time.Duration) ([]Step, time.Duration) {
+func (h *hunt) clockJumps(at time.Duration) ([]Step, []Window, time.Duration) {
 	n := h.perm()[0]
 	var steps []Step
 	for _, spec := range h.skews[:2] {
@@ -179,5 +188,5 @@ func (h *hunt) clockJumps(at time.Duration) ([]Step, time.Duration) {
 		steps = append(steps, Step{At: at, For: d, Kind: fault.ClockSkew, Node: n, Fault: ClockSkew{Node: n, Spec: spec}})
 		at += d
 	}
-	return steps, at
+	return steps, nil, at
 }

@@ -27,6 +27,17 @@ type Plan struct {
 	Duration time.Duration
 	MaxDown  int // nodes under a fault at once, at most; 0: no limit
 	Steps    []Step
+	// Windows are when client-side nemeses are armed: faults that act on
+	// the clients' messages, which Run cannot inject (see Window).
+	Windows []Window
+}
+
+// Window is a stretch of a run during which a fault that acts on the
+// clients' messages (fault.DropHeal) is armed. The workload arms it; Run
+// ignores it.
+type Window struct {
+	At, For time.Duration
+	Kind    fault.Kind
 }
 
 // PlanOption configures NewPlan.

@@ -33,6 +33,7 @@ const (
 	ClientClockSkew    Kind = "client-clock-skew"    // a client's clock runs slow, so it works past its real validity
 	LoseReplies        Kind = "lose-replies"         // requests reach the node and are applied, every reply is dropped, held, then healed
 	LateWrite          Kind = "late-write"           // a former holder writes with its old token after its hold ended
+	DropHeal           Kind = "drop-heal"            // the heals clients send to lagging fence counters are lost on the way to the node
 )
 
 // traits is what the table says of a kind.
@@ -61,6 +62,7 @@ var table = []struct {
 	{ClientClockSkew, traits{client: true, breaks: true}},
 	{LoseReplies, traits{down: true}},
 	{LateWrite, traits{client: true, breaks: true}},
+	{DropHeal, traits{}},
 }
 
 func (k Kind) traits() (traits, bool) {

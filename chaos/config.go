@@ -20,7 +20,8 @@ type Config struct {
 	Clients  int           // workload clients, each its own redlock.Client; default 8
 	Duration time.Duration // how long the workload runs; default 20s
 	// Faults to inject: any kinds of package fault. Nil means
-	// fault.Tolerated(); an empty non-nil list, no faults at all.
+	// DefaultFaults() (HuntFaults() for the hunt); an empty non-nil list, no
+	// faults at all.
 	Faults []fault.Kind
 	Seed   uint64 // seeds the fault schedule; default 1
 	// Backend is "process" (local redis-server processes, the default) or
@@ -53,6 +54,13 @@ type Config struct {
 // more, and libfaketime for the clock jumps.
 const ProfileHunt = "hunt"
 
+// DefaultFaults returns the faults of a run with no profile and no Faults:
+// the tolerated kinds a random schedule injects (fault.DropHeal, which only
+// the hunt arms, left out).
+func DefaultFaults() []fault.Kind {
+	return slices.DeleteFunc(fault.Tolerated(), func(k fault.Kind) bool { return k == fault.DropHeal })
+}
+
 // HuntFaults returns the fault kinds of the hunt profile: the node faults
 // its schedule injects and the client behaviours that break an assumption.
 func HuntFaults() []fault.Kind { return append(backend.HuntKinds(), fault.LateWrite) }
@@ -77,7 +85,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Duration = 20 * time.Second
 	}
 	if c.Faults == nil {
-		c.Faults = fault.Tolerated()
+		c.Faults = DefaultFaults()
 		if c.Profile == ProfileHunt {
 			c.Faults = HuntFaults()
 		}
@@ -111,6 +119,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case !c.hunt() && c.has(fault.DropHeal):
+		return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, fault.DropHeal, ProfileHunt, ProfileHunt)
 	}
 	for _, k := range c.Faults {
 		if !k.Known() {

@@ -29,7 +29,7 @@ duplicate tokens, stale writes accepted, lost writes and liveness.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
-  tolerated:            ` + fault.Join(fault.Tolerated()) + `
+  tolerated:            ` + fault.Join(chaos.DefaultFaults()) + `
   assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
   (mutual-exclusion violations under these are reported as expected, unless
   --strict; the fenced store must still stay correct)
@@ -62,7 +62,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
-	faults := fs.String("faults", fault.Join(fault.Tolerated()), "faults to inject")
+	faults := fs.String("faults", fault.Join(chaos.DefaultFaults()), "faults to inject")
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
 	fs.StringVar(&cfg.Backend, "backend", "process", "where the nodes run: process or docker")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")

@@ -1,5 +1,5 @@
 # fencedlock — the two commands of the quick start:
-#   make demo   a chaos run on locally started Redis nodes
+#   make demo   a chaos run (the hunt profile) on locally started Redis nodes
 #   make test   vet, staticcheck and the race-enabled tests on real Redis nodes (and, when
 #               `docker info` works, on containers too)
 # and, with Docker:
@@ -28,7 +28,7 @@ deps:
 	bash scripts/deps.sh
 
 demo: deps
-	$(GO) run ./cmd/fencedlock chaos --duration 20s --json report.json --html report.html
+	$(GO) run ./cmd/fencedlock chaos --faults hunt --duration 20s --json report.json --html report.html
 
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

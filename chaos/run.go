@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ import (
 func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return report.Run{}, err
+	}
+	if err := cfg.canHunt(); err != nil {
 		return report.Run{}, err
 	}
 	b, err := newBackend(ctx, cfg)
@@ -74,6 +78,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
+	heals := newHealLoss(cfg, plan, rec)
+	for _, c := range clients {
+		heals.watch(c)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -96,19 +104,22 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts) })
 	}
 	wg.Wait()
+	heals.record()
 	elapsed := time.Since(start)
 
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
-	log, err := store.Log(fctx, resource)
-	if err != nil {
-		return report.Run{}, fmt.Errorf("chaos: reading the store: %w", err)
+	for _, tg := range targets(cfg) {
+		log, err := store.Log(fctx, tg.resource)
+		if err != nil {
+			return report.Run{}, fmt.Errorf("chaos: reading the store: %w", err)
+		}
+		entries := make([]string, len(log))
+		for i, e := range log {
+			entries[i] = e.Data
+		}
+		rec.FinalStore(tg.resource, entries)
 	}
-	entries := make([]string, len(log))
-	for i, e := range log {
-		entries[i] = e.Data
-	}
-	rec.FinalStore(resource, entries)
 
 	h := rec.History()
 	run := report.Run{
@@ -207,6 +218,12 @@ func Schedule(cfg Config) (backend.Plan, error) {
 // nodePlan draws the node fault schedule. kill-during-acquire keeps one
 // node of the minority for itself.
 func nodePlan(cfg Config) (backend.Plan, error) {
+	if cfg.hunt() {
+		p, err := backend.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, backend.WithMaxTTL(cfg.TTL))
+		// Kinds left out of Faults are left out of the episodes.
+		p.Steps = slices.DeleteFunc(p.Steps, func(s backend.Step) bool { return !cfg.has(s.Kind) })
+		return p, err
+	}
 	kinds := cfg.nodeKinds()
 	maxDown := (cfg.Nodes - 1) / 2
 	if cfg.has(fault.KillDuringAcquire) {
@@ -219,10 +236,16 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 		backend.WithMaxDown(maxDown), backend.WithMaxTTL(cfg.TTL))
 }
 
-// clientFaults arms client pauses and clock-skew episodes at seeded times.
+// clientFaults arms client pauses, clock-skew episodes and late writes at
+// seeded times. (The hunt's workload writes late by itself.)
 func clientFaults(ctx context.Context, cfg Config, clients []*client) {
-	pause, skew := cfg.has(fault.ClientPause), cfg.has(fault.ClientClockSkew)
-	if !pause && !skew {
+	var kinds []fault.Kind
+	for _, k := range []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.LateWrite} {
+		if cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
 		return
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 0xc11e47))
@@ -231,11 +254,13 @@ func clientFaults(ctx context.Context, cfg Config, clients []*client) {
 		if ctx.Err() != nil {
 			return
 		}
-		switch {
-		case pause && (!skew || r.IntN(2) == 0):
+		switch kinds[r.IntN(len(kinds))] {
+		case fault.ClientPause:
 			clients[r.IntN(len(clients))].pauseNext.Store(true)
-		default:
+		case fault.ClientClockSkew:
 			clients[0].skewNext.Store(true) // client 0 has the slow clock
+		case fault.LateWrite:
+			clients[r.IntN(len(clients))].lateNext.Store(true)
 		}
 	}
 }

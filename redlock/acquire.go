@@ -112,8 +112,26 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// hint, and arriving together splits the nodes' votes.
 				d = hint + rand.N(2*time.Millisecond)
 			}
-			if serr := c.sleep(ctx, q.released, d); serr != nil {
-				return nil, serr
+			for {
+				c.waiters.present(q, c.nodeTimeout(ttl))
+				woken, serr := c.sleep(ctx, q.released, d)
+				if serr != nil {
+					return nil, serr
+				}
+				if !woken {
+					break
+				}
+				taken, serr := c.stagger(ctx, q, lc.since)
+				if serr != nil {
+					return nil, serr
+				}
+				if !taken {
+					break
+				}
+				// Another process took the key while this head waited
+				// its turn: asking now would only be refused. Wait for
+				// that hold's release, as before.
+				c.waiters.rearm(q)
 			}
 		}
 		now = false
@@ -228,19 +246,46 @@ func withCtx(ctx context.Context, err error) error {
 }
 
 // sleep waits d on the client's clock, or until a release is announced.
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) error {
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (woken bool, err error) {
 	if d <= 0 {
-		return nil
+		return false, nil
 	}
 	t := c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
+		return false, nil
 	case <-released:
+		return true, nil
 	case <-ctx.Done():
-		return errors.Join(ErrNotAcquired, ctx.Err())
+		return false, errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return errors.Join(ErrNotAcquired, errClosed)
+		return false, errors.Join(ErrNotAcquired, errClosed)
 	}
-	return nil
+}
+
+// stagger holds a head that a release woke for its random part of the
+// spread (see waitQueues.spread) and reports whether another process took
+// the key meanwhile, by a quorum of announced grants.
+func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (taken bool, err error) {
+	d := c.waiters.spread(q, since)
+	if d <= 0 {
+		return false, nil
+	}
+	t := time.NewTimer(d) // network waits are real time
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return c.waiters.taken(q), nil
+		case <-q.granted:
+			if c.waiters.taken(q) {
+				return true, nil
+			}
+		case <-ctx.Done():
+			return false, errors.Join(ErrNotAcquired, ctx.Err())
+		case <-c.closing:
+			return false, errors.Join(ErrNotAcquired, errClosed)
+		}
+	}
 }

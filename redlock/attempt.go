@@ -64,15 +64,24 @@ type attempt struct {
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
 // the time its caller began to wait, in milliseconds (the UUID version 7
 // layout): values sort by how long their callers have waited, which is how a
-// split vote between equally placed contenders goes to the oldest.
-func holdValue(since time.Time) string {
+// split vote between equally placed contenders goes to the oldest. Its last
+// four bytes are the Client's id (see clientOf), which tells waiters how
+// many processes contend for a key; 42 random bits remain.
+func holdValue(since time.Time, id [4]byte) string {
 	u := uuid.New()
 	ms := uint64(since.UnixMilli())
 	for i := range 6 {
 		u[i] = byte(ms >> (40 - 8*i))
 	}
 	u[6] = u[6]&0x0f | 0x70 // version 7
+	copy(u[12:], id[:])
 	return u.String()
+}
+
+// clientOf is the id of the Client that made value, as holdValue wrote it:
+// its last eight characters.
+func clientOf(value string) string {
+	return value[max(0, len(value)-8):]
 }
 
 func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time) *attempt {
@@ -80,7 +89,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time) *a
 	a := &attempt{
 		c:        c,
 		key:      key,
-		value:    holdValue(since),
+		value:    holdValue(since, c.id),
 		ttl:      ttl,
 		start:    c.cfg.clock.Now(),
 		timeout:  c.nodeTimeout(ttl),
@@ -105,7 +114,7 @@ func (a *attempt) ask(nodes []int) {
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout) // network waits are real time
 	a.mu.Unlock()
-	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds()).start()
+	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds(), releaseChannel(a.key)).start()
 }
 
 // answer records node i's reply to an acquire call (the attempt is the sink
@@ -314,6 +323,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		reasked  []int     // the nodes asked again last
 		lastAsk  = wall    // when the latest ask went out
 		reaskEnd time.Time // no new ask after this
+		answers  int       // how many came in
 	)
 	defer func() {
 		if reask != nil {
@@ -350,6 +360,9 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		select {
 		case r := <-a.replies:
 			t.add(r)
+			if answers++; answers == c.quorum {
+				c.noteRTT(time.Since(wall))
+			}
 		case <-grace:
 			graced, grace = true, make(chan time.Time) // never again
 		case <-reaskC:

@@ -2,11 +2,13 @@ package redlock
 
 import (
 	"context"
+	crand "crypto/rand"
 	"log/slog"
 	"reflect"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +30,20 @@ type Client struct {
 	once     sync.Once
 
 	waiters *waitQueues
+	id      [4]byte      // random: the end of every hold value (holdValue)
+	rtt     atomic.Int64 // ns: a moving average of how long a quorum of answers takes
+}
+
+// noteRTT adds d, the time an attempt waited for a quorum of answers, to
+// c.rtt: at once when it is lower (a first attempt dials its connections,
+// a loaded moment passes), an eighth of the way when it is higher.
+func (c *Client) noteRTT(d time.Duration) {
+	old := c.rtt.Load()
+	if old == 0 || int64(d) < old {
+		c.rtt.Store(int64(d))
+		return
+	}
+	c.rtt.Store(old + (int64(d)-old)/8)
 }
 
 type node struct {
@@ -91,6 +107,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	for i := range nodes {
 		c.batchers[i] = newBatcher(c, i)
 	}
+	_, _ = crand.Read(c.id[:]) // never fails (it crashes the program instead)
 	c.waiters = newWaitQueues(c)
 	return c, nil
 }

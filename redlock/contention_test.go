@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,5 +124,58 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// setCalls sums the SET commands the nodes ran (inside scripts too) since
+// their stats were last reset: one per node an acquire asked.
+func setCalls(t *testing.T, r *rig) int64 {
+	t.Helper()
+	var n int64
+	for i, c := range r.clients {
+		info, err := c.Info(t.Context(), "commandstats").Result()
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		for line := range strings.Lines(info) {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_set:calls="); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("node %d: %q: %v", i, line, err)
+				}
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// A release does not set off the herd: of the heads that it wakes, one in
+// each waiting process, the first to ask usually takes the key, announces
+// its grants, and the others let it pass instead of asking every node in
+// turn. Counted on the nodes: with every head asking at each release, K
+// processes make about K asks of every node per hold.
+func TestReleaseWakesNoHerd(t *testing.T) {
+	r := newRig(t, 5)
+	rtt := pingRTT(t, r.clients)
+	const k, d, hold = 8, 3 * time.Second, time.Millisecond
+	nodeTimeout := max(50*time.Millisecond, 20*rtt)
+	ttl := 6 * nodeTimeout
+	for i, c := range r.clients {
+		if err := c.ConfigResetStat(t.Context()).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	got := contend(t, r, k, ttl, nodeTimeout, 2*ttl, hold, d)
+	asks := float64(setCalls(t, r)) / float64(len(r.procs))
+	perHold := asks / float64(max(got.holds, 1))
+	t.Logf("%d clients, %d holds in %v (per client %v): %.0f asks of each node, %.2f per hold",
+		k, got.holds, d, got.perClient, asks, perHold)
+	if got.holds < k {
+		t.Fatalf("%d holds: too few to judge", got.holds)
+	}
+	if perHold > 0.7*k {
+		t.Errorf("%.2f asks of each node per hold among %d processes: a release wakes the herd", perHold, k)
 	}
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 // and subscribing anew costs a round trip to every node per wait.
 type waitQueues struct {
 	c    *Client
+	self string        // this Client's id as clientOf reads it
 	subs []*subscriber // per node, started on first use
 
 	mu     sync.Mutex // protects queues, idle, closed
@@ -31,20 +33,25 @@ type keyQueue struct {
 	key       string
 	released  chan struct{} // a release of key was announced (buffered 1)
 	confirmed chan struct{} // a node confirmed the subscription (buffered 1)
+	granted   chan struct{} // a grant was announced (buffered 1)
 
 	// Guarded by waitQueues.mu:
-	waiters []chan struct{} // closed when that waiter becomes the head
-	asked   bool            // subscriptions were sent
-	subbed  []bool          // nodes that confirmed the subscription
-	nsubbed int             // how many are true in subbed
-	heard   []bool          // nodes that announced a release since the last attempt began
-	nheard  int             // how many are true in heard
-	local   [8]string       // values this process unlocked lately (ring)
-	nlocal  int             // next slot in local
-	holding bool            // the last head left holding the lock; its Unlock wakes the next
-	shared  time.Time       // when another process was last seen using the key (real time)
-	attempt time.Duration   // how long the last attempt on the wire took
-	refused time.Duration   // how long the last refused attempt took
+	waiters   []chan struct{}      // closed when that waiter becomes the head
+	asked     bool                 // subscriptions were sent
+	subbed    []bool               // nodes that confirmed the subscription
+	nsubbed   int                  // how many are true in subbed
+	heard     []bool               // nodes that announced a release since the last attempt began
+	nheard    int                  // how many are true in heard
+	grants    map[string][]bool    // per value, nodes that announced a grant of it and not yet its release
+	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
+	presented time.Time            // when a head last announced itself (see present)
+	presentTo int                  // the node it announced itself to
+	local     [8]string            // values this process unlocked lately (ring)
+	nlocal    int                  // next slot in local
+	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
+	shared    time.Time            // when another process was last seen using the key (real time)
+	attempt   time.Duration        // how long the last attempt on the wire took
+	refused   time.Duration        // how long the last refused attempt took
 }
 
 // sharedFor is how long a key counts as used by other processes after the
@@ -52,7 +59,7 @@ type keyQueue struct {
 const sharedFor = time.Second
 
 func newWaitQueues(c *Client) *waitQueues {
-	w := &waitQueues{c: c, queues: make(map[string]*keyQueue)}
+	w := &waitQueues{c: c, queues: make(map[string]*keyQueue), self: clientOf(holdValue(time.Time{}, c.id))}
 	w.subs = make([]*subscriber, len(c.nodes))
 	for i := range c.nodes {
 		w.subs[i] = newSubscriber(c, i, w)
@@ -70,7 +77,8 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	if q == nil {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
-			subbed: make([]bool, n), heard: make([]bool, n)}
+			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n),
+			grants: make(map[string][]bool), peers: make(map[string]time.Time)}
 		w.queues[key] = q
 	}
 	if len(q.waiters) == 0 {
@@ -215,17 +223,92 @@ func (w *waitQueues) holding(q *keyQueue) bool {
 	return q.holding
 }
 
-// drain forgets announced releases before a new attempt.
+// drain forgets announced releases and grants before a new attempt.
 func (w *waitQueues) drain(q *keyQueue) {
+	w.mu.Lock()
+	clear(q.grants)
+	q.holding = false
+	w.mu.Unlock()
+	w.rearm(q)
+}
+
+// rearm forgets announced releases: the next wake-up needs a quorum of new
+// ones. A head that let another process's fresh hold pass calls it.
+func (w *waitQueues) rearm(q *keyQueue) {
 	w.mu.Lock()
 	clear(q.heard)
 	q.nheard = 0
-	q.holding = false
 	w.mu.Unlock()
 	select {
 	case <-q.released:
 	default:
 	}
+}
+
+// maxGrants bounds the values whose grant announcements a queue keeps:
+// holds that expire or step back announce no release, so nothing else
+// forgets them.
+const maxGrants = 32
+
+// spread is how long a head that a release woke waits before it asks:
+// heads in other processes were woken by the same release, and if all
+// asked at once they would split the nodes' votes, or all but one be
+// refused, for a few dozen commands per hold. Spread at random over a few
+// round trips to a quorum, the first to ask is usually done — its grants
+// announced — before the next would start, and the others let it pass (see
+// taken). The longer a head has waited (since), the shorter its spread, so
+// that across processes the oldest waiters tend to go first. 0 when no
+// other process was seen using the key lately: a handoff within one
+// process is not slowed.
+func (w *waitQueues) spread(q *keyQueue, since time.Time) time.Duration {
+	rtt := time.Duration(w.c.rtt.Load())
+	w.mu.Lock()
+	shared, peers := q.shared, w.peersLocked(q)
+	w.mu.Unlock()
+	if shared.IsZero() || time.Since(shared) > sharedFor || rtt <= 0 || peers == 0 {
+		return 0
+	}
+	s := spreadRTTs * time.Duration(1+peers) * rtt
+	age, horizon := time.Since(since), ageHorizon*s
+	return rand.N(s) * horizon / (horizon + max(age, 0))
+}
+
+const (
+	spreadRTTs = 1 // the spread, in round trips to a quorum per contending process
+	ageHorizon = 4 // a head that waited this many spreads gets half of one
+)
+
+// taken reports whether, by the nodes' announcements, one value was granted
+// by a quorum of nodes and not released since: another process holds the
+// key. Only a real hold gets a quorum's grants (a contender that lost a
+// split vote steps back unannounced, with fewer), and a node that is down
+// or unheard only makes this report false, never wrongly true.
+func (w *waitQueues) taken(q *keyQueue) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, nodes := range q.grants {
+		if count(nodes) >= w.c.quorum {
+			return true
+		}
+	}
+	return false
+}
+
+// enough is how many nodes' release announcements wake the head: a
+// quorum, less the nodes whose subscription never confirmed (a node that is
+// down cannot announce).
+func (w *waitQueues) enough(q *keyQueue) int {
+	return max(1, w.c.quorum-(len(w.c.nodes)-q.nsubbed))
+}
+
+func count(nodes []bool) int {
+	n := 0
+	for _, ok := range nodes {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (q *keyQueue) signal() {
@@ -246,15 +329,30 @@ func (w *waitQueues) releasing(key, value string) {
 	w.mu.Unlock()
 }
 
-// wake tells the local head of key's queue that this process released key.
+// wake tells the local head of key's queue that this process released
+// key. When other processes wait for the key too, their heads hear of the
+// release from the nodes, later than this one would from wake: woken now,
+// the local head would take the key back every time and the others starve.
+// So then the local head hears of it from the nodes like everyone else, and
+// wake only makes sure of it, a few round trips later.
 func (w *waitQueues) wake(key string) {
+	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	q := w.queues[key]
+	fair := q != nil && w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
 	w.mu.Unlock()
-	if q != nil {
+	switch {
+	case q == nil:
+	case fair:
+		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), q.signal)
+	default:
 		q.signal()
 	}
 }
+
+// wakeRTTs is how many round trips after its own release a local head is
+// woken at the latest, when the nodes' announcements were not heard.
+const wakeRTTs = 4
 
 // deliver routes node's pub/sub event for channel to its queue. A release
 // wakes the head once enough nodes announced one, whatever values they
@@ -285,16 +383,122 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		}
 		return
 	}
-	if slices.Contains(q.local[:], value) {
-		return // our own Unlock: the head was woken already
+	if id, ok := strings.CutPrefix(value, "?"); ok {
+		if w.peerLocked(q, id) {
+			q.shared = time.Now()
+		}
+		return
 	}
-	q.shared = time.Now()
+	if v, ok := strings.CutPrefix(value, "+"); ok {
+		w.peerLocked(q, v)
+		w.grantedLocked(q, node, v)
+		return
+	}
+	w.peerLocked(q, value)
+	if nodes := q.grants[value]; nodes != nil {
+		nodes[node] = false
+		if count(nodes) == 0 {
+			delete(q.grants, value)
+		}
+	}
+	if !slices.Contains(q.local[:], value) {
+		q.shared = time.Now() // another process's release
+	}
 	if !q.heard[node] {
 		q.heard[node] = true
 		q.nheard++
 	}
-	if q.nheard >= max(1, w.c.quorum-(len(w.c.nodes)-q.nsubbed)) {
+	if q.nheard >= w.enough(q) {
 		q.signal()
+	}
+}
+
+// peerLocked notes the Client that made value, unless it is this one, and
+// reports whether it is another.
+func (w *waitQueues) peerLocked(q *keyQueue, value string) bool {
+	id := clientOf(value)
+	if id == w.self {
+		return false
+	}
+	now := time.Now()
+	if len(q.peers) >= maxPeers {
+		for p, seen := range q.peers {
+			if now.Sub(seen) > sharedFor {
+				delete(q.peers, p)
+			}
+		}
+		if len(q.peers) >= maxPeers {
+			return true
+		}
+	}
+	q.peers[id] = now
+	return true
+}
+
+// present tells the other processes that a head in this one waits for q's
+// key: they would not know otherwise while it lets their holds pass, and
+// they need to, to spread their own attempts and to leave it its turn (see
+// spread, wake). One PUBLISH ("?" and this Client's id) to one node, a
+// different one each time, at most every presentEvery.
+func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
+	c := w.c
+	w.mu.Lock()
+	if w.closed || time.Since(q.presented) < presentEvery {
+		w.mu.Unlock()
+		return
+	}
+	q.presented = time.Now()
+	q.presentTo = (q.presentTo + 1) % len(c.nodes)
+	node := c.nodes[q.presentTo].rdb
+	w.mu.Unlock()
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
+	c.goBackground(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_ = node.Publish(ctx, releaseChannel(q.key), "?"+w.self).Err()
+	})
+}
+
+// presentEvery is how often a waiting head announces itself.
+const presentEvery = sharedFor / 4
+
+// maxPeers bounds the other processes a queue keeps track of.
+const maxPeers = 256
+
+// peersLocked is how many other processes used q's key lately.
+func (w *waitQueues) peersLocked(q *keyQueue) int {
+	n := 0
+	for _, seen := range q.peers {
+		if time.Since(seen) <= sharedFor {
+			n++
+		}
+	}
+	return n
+}
+
+// grantedLocked records node's announcement that it granted value.
+func (w *waitQueues) grantedLocked(q *keyQueue, node int, value string) {
+	nodes := q.grants[value]
+	if nodes == nil {
+		if len(q.grants) >= maxGrants {
+			clear(q.grants)
+		}
+		nodes = make([]bool, len(w.c.nodes))
+		q.grants[value] = nodes
+	}
+	if nodes[node] {
+		return
+	}
+	nodes[node] = true
+	if count(nodes) >= w.c.quorum {
+		select {
+		case q.granted <- struct{}{}:
+		default:
+		}
 	}
 }
 

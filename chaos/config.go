@@ -33,9 +33,10 @@ type Config struct {
 	// Strict counts every violation as unexpected, even under faults that
 	// break an assumption of the lock (history.DefaultExpected otherwise).
 	Strict bool
-	// StopOnViolation ends the run early, within about a quarter of a second
-	// of the first safety violation that no fault explains (the history is
-	// checked as it grows); the run is then checked and reported as usual,
+	// StopOnViolation ends the run early, ten TTLs after the first safety
+	// violation that no fault explains (the history is checked as it grows;
+	// the wait lets the faults in progress end and be recorded, since one of
+	// them may explain it); the run is then checked and reported as usual,
 	// up to that point. Default false: the run lasts Duration.
 	StopOnViolation bool
 	// Progress, if set, gets a live progress line every second.

@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { progress(runCtx, cfg, rec) })
 	}
 	if cfg.StopOnViolation {
-		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts) })
+		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts, 10*cfg.TTL) })
 	}
 	wg.Wait()
 	heals.record()
@@ -265,12 +265,14 @@ func clientFaults(ctx context.Context, cfg Config, clients []*client) {
 	}
 }
 
-// stopOnViolation checks the history as it grows and calls stop at the
-// first safety violation that no fault explains. Safety violations stay
-// violations as the history grows, so the final check finds it again. Lost
-// writes need the final store and liveness the whole run: those wait for
-// the final check.
-func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions) {
+// stopOnViolation checks the history as it grows and calls stop once a
+// safety violation that no fault explains has stood for margin. A fault is
+// recorded only when it ends, so a violation that looks unexplained may yet
+// be blamed on a fault still in progress: margin must outlast the faults.
+// Safety violations stay violations as the history grows, so the final
+// check finds it again. Lost writes need the final store and liveness the
+// whole run: those wait for the final check.
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions, margin time.Duration) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -279,10 +281,16 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.
 		case <-ctx.Done():
 			return
 		}
-		u := history.Check(rec.History(), opts).Unexpected()
-		if u.MutualExclusion+u.FencingOrder+u.DuplicateTokens+u.StaleWritesAccepted > 0 {
-			stop()
-			return
+		h := rec.History()
+		for _, v := range history.Check(h, opts).Violations {
+			switch v.Property {
+			case history.LostWrites, history.LivenessStall:
+				continue
+			}
+			if !v.Expected && v.End < h.End-margin {
+				stop()
+				return
+			}
 		}
 	}
 }

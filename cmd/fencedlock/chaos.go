@@ -74,7 +74,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
-		"end the run at the first safety violation the faults do not explain; the report covers the run up to then")
+		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code

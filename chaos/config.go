@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
@@ -19,7 +21,8 @@ type Config struct {
 	Clients  int           // workload clients, each its own redlock.Client; default 8
 	Duration time.Duration // how long the workload runs; default 20s
 	// Faults to inject: any kinds of package fault. Nil means
-	// fault.Tolerated(); an empty non-nil list, no faults at all.
+	// DefaultFaults() (HuntFaults() for the hunt); an empty non-nil list, no
+	// faults at all.
 	Faults []fault.Kind
 	Seed   uint64 // seeds the fault schedule; default 1
 	// Backend is "process" (local redis-server processes, the default) or
@@ -31,8 +34,18 @@ type Config struct {
 	// Strict counts every violation as unexpected, even under faults that
 	// break an assumption of the lock (history.DefaultExpected otherwise).
 	Strict bool
+	// StopOnViolation ends the run early, ten TTLs after the first safety
+	// violation that no fault explains (the history is checked as it grows;
+	// the wait lets the faults in progress end and be recorded, since one of
+	// them may explain it); the run is then checked and reported as usual,
+	// up to that point. Default false: the run lasts Duration.
+	StopOnViolation bool
 	// Progress, if set, gets a live progress line every second.
 	Progress io.Writer
+	// Profile selects the fault schedule and the workload: "" is a random
+	// schedule drawn from Faults and the plain workload; ProfileHunt is the
+	// hunt (see ProfileHunt).
+	Profile string
 	// ClientProcs runs each workload client as an OS process of its own,
 	// started by running this program's executable again, which must call
 	// ClientMain first thing (the fencedlock CLI does). The processes run on
@@ -50,6 +63,30 @@ type Config struct {
 	onProcOp   func(client, pid int, op history.Op)
 	onProcStop func(client, pid int, validUntil, now time.Duration)
 }
+
+// ProfileHunt is the profile that builds, on purpose, the states where lock
+// protocols break (the episodes of backend.NewHuntPlan: overlapping
+// majorities, amnesia rotation, lost replies, restarts under long holds,
+// clock jumps), with a workload that exercises what the plain one leaves
+// alone: three keys, two of them sharing a fence counter; holds that run to
+// their validity, outlive it and then unlock or extend; explicit and
+// automatic extension across restarts; late writes by former holders, stale
+// by as little as one token; and a node cut off right after it granted a
+// hold whose token a minority of counters carried, before the lagging
+// counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or
+// more, and libfaketime for the clock jumps.
+const ProfileHunt = "hunt"
+
+// DefaultFaults returns the faults of a run with no profile and no Faults:
+// the tolerated kinds a random schedule injects (fault.DropHeal, which only
+// the hunt arms, left out).
+func DefaultFaults() []fault.Kind {
+	return slices.DeleteFunc(fault.Tolerated(), func(k fault.Kind) bool { return k == fault.DropHeal })
+}
+
+// HuntFaults returns the fault kinds of the hunt profile: the node faults
+// its schedule injects and the client behaviours that break an assumption.
+func HuntFaults() []fault.Kind { return append(backend.HuntKinds(), fault.LateWrite) }
 
 // FaketimeEnv names the environment variable that gives the path of
 // libfaketime.so.1, which clock-skew faults on the process backend preload
@@ -71,7 +108,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Duration = 20 * time.Second
 	}
 	if c.Faults == nil {
-		c.Faults = fault.Tolerated()
+		c.Faults = DefaultFaults()
+		if c.Profile == ProfileHunt {
+			c.Faults = HuntFaults()
+		}
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -98,6 +138,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: node timeout %v (want below half the ttl %v)", ErrConfig, c.NodeTimeout, c.TTL)
 	case c.Backend != "process" && c.Backend != "docker":
 		return c, fmt.Errorf("%w: backend %q (want process or docker)", ErrConfig, c.Backend)
+	case c.Profile != "" && c.Profile != ProfileHunt:
+		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
+	case c.Profile == ProfileHunt && c.Nodes < 3:
+		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case !c.hunt() && c.has(fault.DropHeal):
+		return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, fault.DropHeal, ProfileHunt, ProfileHunt)
 	}
 	for _, k := range c.Faults {
 		if !k.Known() {
@@ -119,3 +165,27 @@ func (c Config) nodeKinds() []fault.Kind {
 }
 
 func (c Config) has(k fault.Kind) bool { return slices.Contains(c.Faults, k) }
+
+func (c Config) hunt() bool { return c.Profile == ProfileHunt }
+
+// canHunt refuses, before anything starts, a hunt whose clock jumps this
+// machine cannot fake.
+func (c Config) canHunt() error {
+	if c.hunt() && c.ClientProcs {
+		// The hunt drops heals on the clients' own node connections (see
+		// healLoss), which a client process would have to do itself.
+		return fmt.Errorf("%w: the hunt profile does not run with client processes yet", ErrConfig)
+	}
+	if !c.hunt() || !c.has(fault.ClockSkew) || c.Backend != "process" {
+		return nil
+	}
+	lib := os.Getenv(FaketimeEnv)
+	if lib == "" {
+		lib = faketime.Find()
+	}
+	if _, err := os.Stat(lib); lib == "" || err != nil {
+		return fmt.Errorf("%w: the hunt's clock jumps need libfaketime (install Debian's libfaketime package, set %s, or leave %s out of --faults)",
+			ErrConfig, FaketimeEnv, fault.ClockSkew)
+	}
+	return nil
+}

@@ -114,6 +114,8 @@ func serveClient(in io.Reader, out io.Writer) error {
 				c.pauseNext.Store(true)
 			case cmdSkew:
 				c.skewNext.Store(true)
+			case cmdLate:
+				c.lateNext.Store(true)
 			case cmdResume:
 				select {
 				case resume <- struct{}{}:

@@ -156,6 +156,8 @@ func (s *procSet) arm(kind fault.Kind, i int) {
 		s.procs[i].send(procCommand{Cmd: cmdPause})
 	case fault.ClientClockSkew:
 		s.procs[i].send(procCommand{Cmd: cmdSkew})
+	case fault.LateWrite:
+		s.procs[i].send(procCommand{Cmd: cmdLate})
 	}
 }
 

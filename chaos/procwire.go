@@ -42,6 +42,7 @@ const (
 	cmdStart  = "start"  // the run starts: begin the workload
 	cmdPause  = "pause"  // client-pause: ask to be stopped in the next critical section
 	cmdSkew   = "skew"   // client-clock-skew: work up to the validity on the next hold
+	cmdLate   = "late"   // late-write: write again once the next hold is over
 	cmdResume = "resume" // the stop is over (sent just before SIGCONT)
 	cmdArm    = "arm"    // kill-during-acquire: fire when an acquire script is about to reach Node
 	cmdDisarm = "disarm" // kill-during-acquire: do not fire for Node

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	if os.Getenv(ClientProcEnv) != "" {
 		// A program that does not call ClientMain would start runs of its own.
 		return report.Run{}, fmt.Errorf("chaos: this is a client process (%s is set): the program must call chaos.ClientMain first", ClientProcEnv)
+	}
+	if err := cfg.canHunt(); err != nil {
+		return report.Run{}, err
 	}
 	b, err := newBackend(ctx, cfg)
 	if err != nil {
@@ -87,10 +91,13 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 			}
 		}()
 		arm = func(kind fault.Kind, i int) {
-			if kind == fault.ClientPause {
+			switch kind {
+			case fault.ClientPause:
 				clients[i].pauseNext.Store(true)
-			} else {
+			case fault.ClientClockSkew:
 				clients[i].skewNext.Store(true)
+			case fault.LateWrite:
+				clients[i].lateNext.Store(true)
 			}
 		}
 		if cfg.has(fault.KillDuringAcquire) {
@@ -100,11 +107,19 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	var opts history.CheckOptions
+	if cfg.Strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
 	if procs != nil {
 		procs.runCtx = runCtx
 		procs.begin()
 	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
+	heals := newHealLoss(cfg, plan, rec)
+	for _, c := range clients {
+		heals.watch(c)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -126,29 +141,31 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	if cfg.Progress != nil {
 		wg.Go(func() { progress(runCtx, cfg, stats) })
 	}
+	if cfg.StopOnViolation {
+		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts, 10*cfg.TTL) })
+	}
 	wg.Wait()
+	heals.record()
 	elapsed := time.Since(start)
 
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
-	log, err := store.Log(fctx, resource)
-	if err != nil {
-		return report.Run{}, fmt.Errorf("chaos: reading the store: %w", err)
+	for _, tg := range targets(cfg) {
+		log, err := store.Log(fctx, tg.resource)
+		if err != nil {
+			return report.Run{}, fmt.Errorf("chaos: reading the store: %w", err)
+		}
+		entries := make([]string, len(log))
+		for i, e := range log {
+			entries[i] = e.Data
+		}
+		rec.FinalStore(tg.resource, entries)
 	}
-	entries := make([]string, len(log))
-	for i, e := range log {
-		entries[i] = e.Data
-	}
-	rec.FinalStore(resource, entries)
 
 	h := rec.History()
 	var procReport []report.ClientProc
 	if procs != nil {
 		h, procReport = procs.merge(h), procs.report()
-	}
-	var opts history.CheckOptions
-	if cfg.Strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
 	}
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
@@ -246,6 +263,12 @@ func Schedule(cfg Config) (backend.Plan, error) {
 // nodePlan draws the node fault schedule. kill-during-acquire keeps one
 // node of the minority for itself.
 func nodePlan(cfg Config) (backend.Plan, error) {
+	if cfg.hunt() {
+		p, err := backend.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, backend.WithMaxTTL(cfg.TTL))
+		// Kinds left out of Faults are left out of the episodes.
+		p.Steps = slices.DeleteFunc(p.Steps, func(s backend.Step) bool { return !cfg.has(s.Kind) })
+		return p, err
+	}
 	kinds := cfg.nodeKinds()
 	maxDown := (cfg.Nodes - 1) / 2
 	if cfg.has(fault.KillDuringAcquire) {
@@ -258,11 +281,16 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 		backend.WithMaxDown(maxDown), backend.WithMaxTTL(cfg.TTL))
 }
 
-// clientFaults arms client pauses and clock-skew episodes at seeded times,
-// through arm.
+// clientFaults arms client pauses, clock-skew episodes and late writes at
+// seeded times, through arm. (The hunt's workload writes late by itself.)
 func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
-	pause, skew := cfg.has(fault.ClientPause), cfg.has(fault.ClientClockSkew)
-	if !pause && !skew {
+	var kinds []fault.Kind
+	for _, k := range []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.LateWrite} {
+		if cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
 		return
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 0xc11e47))
@@ -271,11 +299,41 @@ func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, cli
 		if ctx.Err() != nil {
 			return
 		}
-		switch {
-		case pause && (!skew || r.IntN(2) == 0):
-			arm(fault.ClientPause, r.IntN(cfg.Clients))
+		switch k := kinds[r.IntN(len(kinds))]; k {
+		case fault.ClientClockSkew:
+			arm(k, 0) // client 0 has the slow clock
 		default:
-			arm(fault.ClientClockSkew, 0) // client 0 has the slow clock
+			arm(k, r.IntN(cfg.Clients))
+		}
+	}
+}
+
+// stopOnViolation checks the history as it grows and calls stop once a
+// safety violation that no fault explains has stood for margin. A fault is
+// recorded only when it ends, so a violation that looks unexplained may yet
+// be blamed on a fault still in progress: margin must outlast the faults.
+// Safety violations stay violations as the history grows, so the final
+// check finds it again. Lost writes need the final store and liveness the
+// whole run: those wait for the final check.
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions, margin time.Duration) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		h := rec.History()
+		for _, v := range history.Check(h, opts).Violations {
+			switch v.Property {
+			case history.LostWrites, history.LivenessStall:
+				continue
+			}
+			if !v.Expected && v.End < h.End-margin {
+				stop()
+				return
+			}
 		}
 	}
 }

@@ -62,7 +62,7 @@ func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Res
 }
 
 func TestToleratedFaults(t *testing.T) {
-	for _, f := range fault.Tolerated() {
+	for _, f := range chaos.DefaultFaults() {
 		t.Run(string(f), func(t *testing.T) {
 			res := short(t, f)
 			if res.Verdict != history.VerdictOK {
@@ -90,6 +90,7 @@ func TestAssumptionBreakingFaults(t *testing.T) {
 		{fault.ClientClockSkew, true, true},
 		{fault.ClockSkew, false, false},
 		{fault.RestartWithoutData, false, false},
+		{fault.LateWrite, false, true},
 	} {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			res := short(t, tc.fault)
@@ -225,7 +226,7 @@ func checkSchedule(t *testing.T, h history.History, cfg chaos.Config) {
 // allows, so node faults come one at a time: a 20s run of seed 42 happens
 // to draw no delayed restart; a minute draws every kind.)
 func TestScheduleIsSeeded(t *testing.T) {
-	cfg := chaos.Config{Duration: time.Minute, Faults: fault.Tolerated(), Seed: 42}
+	cfg := chaos.Config{Duration: time.Minute, Faults: chaos.DefaultFaults(), Seed: 42}
 	a, err := chaos.Schedule(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -244,11 +245,11 @@ func TestScheduleIsSeeded(t *testing.T) {
 	}
 	// Pinned: a change in how schedules are drawn shows here, and makes
 	// old seeds reproduce other runs.
-	if want := "restart@3 partition@2 restart@4 pause@1 latency@4 kill@0"; strings.Join(drawn, " ") != want {
+	if want := "delayed-restart@3 pause@1 pause@0 latency@0 delayed-restart@4 partition@2"; strings.Join(drawn, " ") != want {
 		t.Errorf("seed 42 draws %s, want %s", strings.Join(drawn, " "), want)
 	}
 	want := map[fault.Kind]bool{fault.Kill: true, fault.Restart: true, fault.DelayedRestart: true,
-		fault.Pause: true, fault.Partition: true, fault.Latency: true}
+		fault.Pause: true, fault.Partition: true, fault.Latency: true, fault.LoseReplies: true}
 	if !maps.Equal(kinds, want) {
 		t.Errorf("a minute's schedule of the tolerated faults draws %v, want %v", kinds, want)
 	}
@@ -307,5 +308,79 @@ func keep(t *testing.T, run report.Run) {
 			continue
 		}
 		t.Logf("kept %s", filepath.Join(dir, name))
+	}
+}
+
+// TestHuntScheduleIsSeeded: the hunt's schedule, windows included, is a
+// function of the seed, and draws every kind of the profile within a minute.
+func TestHuntScheduleIsSeeded(t *testing.T) {
+	cfg := chaos.Config{Duration: time.Minute, Profile: chaos.ProfileHunt, Seed: 42}
+	a, err := chaos.Schedule(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := chaos.Schedule(cfg)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two hunt schedules of seed 42 differ")
+	}
+	kinds := map[fault.Kind]bool{}
+	for _, s := range a.Steps {
+		kinds[s.Kind] = true
+	}
+	for _, w := range a.Windows {
+		kinds[w.Kind] = true
+	}
+	for _, k := range backend.HuntKinds() {
+		if !kinds[k] {
+			t.Errorf("a minute's hunt draws no %s: %v", k, kinds)
+		}
+	}
+	cfg.Seed = 43
+	if c, _ := chaos.Schedule(cfg); reflect.DeepEqual(c.Steps, a.Steps) {
+		t.Error("seeds 42 and 43 give the same hunt")
+	}
+	cfg.Seed, cfg.Faults = 42, []fault.Kind{fault.Partition, fault.DropHeal}
+	c, _ := chaos.Schedule(cfg)
+	for _, s := range c.Steps {
+		if s.Kind != fault.Partition {
+			t.Fatalf("a hunt of partitions only schedules %s", s.Kind)
+		}
+	}
+}
+
+// TestHunt runs the hunt profile briefly on the process backend: the lock
+// passes it, and the faults it is made of happened.
+func TestHunt(t *testing.T) {
+	ttl, nodeTimeout := shortTiming(t, "process")
+	cfg := chaos.Config{
+		Nodes: 5, Clients: 6, Duration: 14 * ttl, Profile: chaos.ProfileHunt, Seed: 3,
+		TTL: ttl, NodeTimeout: nodeTimeout,
+	}
+	run, err := chaos.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keep(t, run) })
+	checkRoundTrip(t, run.History, run.Result)
+	res := run.Result
+	t.Logf("hunt (ttl %v): %d acquisitions, faults %d, found %+v, expected %+v, stale rejected %d",
+		ttl, res.Acquisitions, len(res.Faults), res.Found, res.Expected, res.StaleWritesRejected)
+	if res.Verdict != history.VerdictOK {
+		t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
+	}
+	if !res.StoreChecked || !res.StoreCorrect {
+		t.Fatalf("store not correct: %+v", res.Found)
+	}
+	var extends, keys = 0, map[string]bool{}
+	for _, op := range run.History.Ops {
+		switch op.Kind {
+		case history.KindExtend:
+			extends++
+		case history.KindAcquire:
+			keys[op.Key] = true
+		}
+	}
+	if extends == 0 || len(keys) < 2 {
+		t.Errorf("the hunt's workload made %d extensions on %d keys", extends, len(keys))
 	}
 }

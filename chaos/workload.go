@@ -17,13 +17,35 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// The workload: every client loops Lock → fenced write → hold → Unlock on
-// one key, recording each step. The store is an append-only log behind a
-// fencing guard, on a Redis server of its own that no fault touches.
+// The workload: every client loops Lock → fenced write → hold → Unlock,
+// recording each step. The store is an append-only log per key behind a
+// fencing guard, on a Redis server of its own that no fault touches. The
+// plain workload holds one key briefly; the hunt's (holds.go) varies keys
+// and holds.
 const (
 	lockKey  = "chaos:lock"
 	resource = "chaos:store"
 )
+
+// target is a lock key and the store resource its holders write.
+type target struct{ key, resource string }
+
+// huntTargets are the hunt's keys: the plain one, and two that share a hash
+// slot and so a fence counter (see redlock.FenceKey): each draws tokens
+// that the other's acquisitions move on.
+var huntTargets = []target{
+	{lockKey, resource},
+	{"chaos:{slot}:a", "chaos:store:a"},
+	{"chaos:{slot}:b", "chaos:store:b"},
+}
+
+// targets returns the keys of cfg's workload.
+func targets(cfg Config) []target {
+	if cfg.hunt() {
+		return huntTargets
+	}
+	return []target{{lockKey, resource}}
+}
 
 type client struct {
 	id    int
@@ -37,6 +59,7 @@ type client struct {
 
 	pauseNext atomic.Bool // client-pause: stop past the validity on the next hold
 	skewNext  atomic.Bool // client-clock-skew: work to the validity on the next hold
+	lateNext  atomic.Bool // late-write: write again once the hold is over
 	writes    int
 
 	// pause stops the client past the validity of l, in its critical section,
@@ -84,20 +107,20 @@ func (c *client) close() {
 // in the history, even when ctx ends in the middle of a hold.
 func (c *client) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		c.once(ctx)
+		if c.cfg.hunt() {
+			c.huntOnce(ctx)
+		} else {
+			c.once(ctx)
+		}
 	}
 }
 
 func (c *client) once(ctx context.Context) {
-	a := c.rec.Acquire(c.id, lockKey)
-	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
-	l, err := c.rl.Lock(lctx, lockKey, c.cfg.TTL)
-	cancel()
-	if err != nil {
-		a.Fail(err)
+	tg := target{lockKey, resource}
+	l, h, ok := c.acquire(ctx, tg.key)
+	if !ok {
 		return
 	}
-	h := a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()))
 	// Finish the hold even when the run ends meanwhile.
 	octx := context.WithoutCancel(ctx)
 
@@ -111,11 +134,35 @@ func (c *client) once(ctx context.Context) {
 		c.rec.FaultAt(fault.ClientClockSkew, c.id, start, time.Now(), nil)
 	}
 
+	c.write(octx, h, tg.resource)
+	sleepReal(ctx, time.Millisecond+time.Duration(c.rnd.Int64N(int64(4*time.Millisecond))))
+	ended := time.Now()
+	c.unlock(octx, l, h)
+	if c.lateNext.CompareAndSwap(true, false) {
+		c.lateWrite(octx, h, tg.resource, ended)
+	}
+}
+
+// acquire calls Lock for key, bounded by twice the TTL, and records it.
+func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, history.Hold, bool) {
+	a := c.rec.Acquire(c.id, key)
+	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
+	l, err := c.rl.Lock(lctx, key, c.cfg.TTL, opts...)
+	cancel()
+	if err != nil {
+		a.Fail(err)
+		return nil, history.Hold{}, false
+	}
+	return l, a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now())), true
+}
+
+// write appends a fresh entry to resource with h's token, and records it.
+func (c *client) write(ctx context.Context, h history.Hold, res string) {
 	c.writes++
 	entry := fmt.Sprintf("c%d-%d", c.id, c.writes)
-	w := c.rec.Write(h, resource, entry)
-	wctx, wcancel := context.WithTimeout(octx, time.Second)
-	err = c.store.Append(wctx, resource, l.Token(), entry)
+	w := c.rec.Write(h, res, entry)
+	wctx, wcancel := context.WithTimeout(ctx, time.Second)
+	err := c.store.Append(wctx, res, h.Token, entry)
 	wcancel()
 	switch {
 	case err == nil:
@@ -125,12 +172,13 @@ func (c *client) once(ctx context.Context) {
 	default:
 		w.Fail(err)
 	}
+}
 
-	sleepReal(ctx, time.Millisecond+time.Duration(c.rnd.Int64N(int64(4*time.Millisecond))))
-
+// unlock releases l and records it.
+func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
 	r := c.rec.Release(h)
-	uctx, ucancel := context.WithTimeout(octx, c.cfg.TTL)
-	err = l.Unlock(uctx)
+	uctx, ucancel := context.WithTimeout(ctx, c.cfg.TTL)
+	err := l.Unlock(uctx)
 	ucancel()
 	switch {
 	case err == nil:
@@ -148,6 +196,27 @@ func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
 	start := time.Now()
 	sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
 	c.rec.FaultAt(fault.ClientPause, c.id, start, time.Now(), nil)
+}
+
+// lateWrite is a former holder's write, as from one that was paused or cut
+// off between its check and its write: once the store has taken a greater
+// token for res than h's (at once if the next holder's is h's plus one, so
+// that the write is stale by exactly one), it writes with h's token. The
+// fencing guard must refuse it. It is recorded as a late-write fault from
+// ended, when the hold was over, since the client acts outside its hold.
+func (c *client) lateWrite(ctx context.Context, h history.Hold, res string, ended time.Time) {
+	deadline := time.Now().Add(2 * c.cfg.TTL)
+	for time.Now().Before(deadline) {
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
+		top, err := c.store.Highest(hctx, res)
+		cancel()
+		if err == nil && top > h.Token {
+			c.write(ctx, h, res)
+			c.rec.FaultAt(fault.LateWrite, c.id, ended, time.Now(), nil)
+			return
+		}
+		sleepReal(ctx, c.cfg.TTL/100)
+	}
 }
 
 // sleepReal waits d of real time: the workload's own pacing, not a

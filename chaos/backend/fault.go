@@ -21,6 +21,6 @@ type Fault interface {
 func Kinds() []fault.Kind {
 	return []fault.Kind{
 		fault.Kill, fault.Restart, fault.RestartWithoutData, fault.DelayedRestart,
-		fault.Pause, fault.Partition, fault.Latency, fault.ClockSkew,
+		fault.Pause, fault.Partition, fault.Latency, fault.ClockSkew, fault.LoseReplies,
 	}
 }

@@ -27,6 +27,17 @@ type Plan struct {
 	Duration time.Duration
 	MaxDown  int // nodes under a fault at once, at most; 0: no limit
 	Steps    []Step
+	// Windows are when client-side nemeses are armed: faults that act on
+	// the clients' messages, which Run cannot inject (see Window).
+	Windows []Window
+}
+
+// Window is a stretch of a run during which a fault that acts on the
+// clients' messages (fault.DropHeal) is armed. The workload arms it; Run
+// ignores it.
+type Window struct {
+	At, For time.Duration
+	Kind    fault.Kind
 }
 
 // PlanOption configures NewPlan.
@@ -135,7 +146,7 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind
 	}
 	for _, k := range kinds {
 		switch k {
-		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency:
+		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency, fault.LoseReplies:
 		case fault.DelayedRestart:
 			if c.maxTTL <= 0 {
 				return fmt.Errorf("%w: %s needs WithMaxTTL", ErrInvalidPlan, k)
@@ -185,6 +196,8 @@ func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time
 		return Pause{Node: node}
 	case fault.Partition:
 		return Partition{Node: node}
+	case fault.LoseReplies:
+		return LoseReplies{Node: node}
 	case fault.Latency:
 		return Latency{Node: node, D: c.latency}
 	case fault.ClockSkew:

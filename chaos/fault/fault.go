@@ -31,6 +31,9 @@ const (
 	KillDuringAcquire  Kind = "kill-during-acquire"  // SIGKILL as an acquire's script is about to reach the node, then started again
 	ClientPause        Kind = "client-pause"         // a holder stops past its validity (a GC pause), then acts as holder
 	ClientClockSkew    Kind = "client-clock-skew"    // a client's clock runs slow, so it works past its real validity
+	LoseReplies        Kind = "lose-replies"         // requests reach the node and are applied, every reply is dropped, held, then healed
+	LateWrite          Kind = "late-write"           // a former holder writes with its old token after its hold ended
+	DropHeal           Kind = "drop-heal"            // the heals clients send to lagging fence counters are lost on the way to the node
 )
 
 // traits is what the table says of a kind.
@@ -57,6 +60,9 @@ var table = []struct {
 	{KillDuringAcquire, traits{down: true}},
 	{ClientPause, traits{client: true, breaks: true}},
 	{ClientClockSkew, traits{client: true, breaks: true}},
+	{LoseReplies, traits{down: true}},
+	{LateWrite, traits{client: true, breaks: true}},
+	{DropHeal, traits{}},
 }
 
 func (k Kind) traits() (traits, bool) {

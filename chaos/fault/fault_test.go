@@ -55,7 +55,7 @@ func TestTraits(t *testing.T) {
 			t.Errorf("%s: in Tolerated() = %v, BreaksAssumptions() = %v", k, !k.BreaksAssumptions(), k.BreaksAssumptions())
 		}
 	}
-	want := []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.ClockSkew, fault.RestartWithoutData}
+	want := []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.ClockSkew, fault.RestartWithoutData, fault.LateWrite}
 	if got := fault.AssumptionBreaking(); !sameSet(got, want) {
 		t.Errorf("AssumptionBreaking() = %v, want %v", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,7 +21,7 @@ const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
-                   [--client-procs]
+                   [--client-procs] [--stop-on-violation]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -38,10 +39,18 @@ client process that dies leaves the operations it had in flight failed
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
-  tolerated:            ` + fault.Join(fault.Tolerated()) + `
+  tolerated:            ` + fault.Join(chaos.DefaultFaults()) + `
   assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
   (mutual-exclusion violations under these are reported as expected, unless
   --strict; the fenced store must still stay correct)
+  hunt                  the hunt profile instead of a list: a seeded schedule of
+                        episodes that build the states where lock protocols
+                        break (overlapping majorities, amnesia rotation, lost
+                        replies, restarts under long holds, clock jumps), a
+                        node cut off right after a lagging grant, and a
+                        workload on three keys (two share a fence counter)
+                        with extensions, holds to and past their validity,
+                        and late writes by former holders
 
 Exit status:
   0  verdict ok: no violation the faults do not explain
@@ -63,7 +72,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
-	faults := fs.String("faults", fault.Join(fault.Tolerated()), "faults to inject")
+	faults := fs.String("faults", fault.Join(chaos.DefaultFaults()), "faults to inject")
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
 	fs.StringVar(&cfg.Backend, "backend", "process", "where the nodes run: process or docker")
 	fs.DurationVar(&cfg.TTL, "ttl", time.Second, "lock TTL of the workload")
@@ -75,6 +84,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
 	fs.BoolVar(&cfg.ClientProcs, "client-procs", false,
 		"run each client as an OS process of its own (slower; client-pause is a real SIGSTOP)")
+	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
+		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -95,13 +106,17 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case cfg.NodeTimeout <= 0:
 		return cmd.fail(stderr, "--node-timeout must be positive")
 	}
-	list, err := fault.Parse(*faults)
-	if err != nil {
-		return cmd.fail(stderr, "%v", err)
-	}
-	cfg.Faults = list
-	if cfg.Faults == nil {
-		cfg.Faults = []fault.Kind{} // --faults "": no faults at all, not the default
+	if strings.TrimSpace(*faults) == chaos.ProfileHunt {
+		cfg.Profile, cfg.Faults = chaos.ProfileHunt, chaos.HuntFaults()
+	} else {
+		list, err := fault.Parse(*faults)
+		if err != nil {
+			return cmd.fail(stderr, "%v (or %q, the hunt profile)", err, chaos.ProfileHunt)
+		}
+		cfg.Faults = list
+		if cfg.Faults == nil {
+			cfg.Faults = []fault.Kind{} // --faults "": no faults at all, not the default
+		}
 	}
 	cfg.Seed = *seed
 	if cfg.Seed == 0 {
@@ -117,8 +132,12 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.ClientProcs {
 		clients = "client processes"
 	}
+	profile := fault.Join(cfg.Faults)
+	if cfg.Profile != "" {
+		profile = cfg.Profile + " (" + profile + ")"
+	}
 	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d %s, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, cfg.Clients, clients, cfg.Duration, fault.Join(cfg.Faults), cfg.Seed)
+		cfg.Nodes, cfg.Backend, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed)
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):

@@ -87,6 +87,7 @@ type Backend struct {
 var (
 	_ backend.Backend = (*Backend)(nil)
 	_ backend.Direct  = (*Backend)(nil)
+	_ backend.Proxied = (*Backend)(nil)
 )
 
 // Images for Docker backends.

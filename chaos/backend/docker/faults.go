@@ -138,6 +138,28 @@ func (d *Backend) Heal(ctx context.Context, i int) error {
 	})
 }
 
+// DropReplies implements backend.Proxied: the proxy passes requests and
+// drops every byte the node sends back.
+func (d *Backend) DropReplies(_ context.Context, i int, drop bool) error {
+	n, err := d.node(i)
+	if err != nil {
+		return fmt.Errorf("docker: drop replies: %w", err)
+	}
+	n.net.SetDropReplies(drop)
+	return nil
+}
+
+// Blackhole implements backend.Proxied: the proxy drops every byte both
+// ways, and nothing else changes.
+func (d *Backend) Blackhole(_ context.Context, i int, on bool) error {
+	n, err := d.node(i)
+	if err != nil {
+		return fmt.Errorf("docker: blackhole: %w", err)
+	}
+	n.net.SetPartitioned(on)
+	return nil
+}
+
 // SetLatency implements Backend: the proxy holds each request for d/2 and
 // each reply for the other half.
 func (d *Backend) SetLatency(_ context.Context, i int, lat time.Duration) error {

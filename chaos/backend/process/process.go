@@ -1,7 +1,7 @@
 // Package process is the embedded backend of the chaos harness: the nodes
 // are local redis-server processes, each behind an in-process fault proxy
 // whose address clients keep across restarts. It implements
-// backend.Backend and backend.Direct.
+// backend.Backend, backend.Direct and backend.Proxied.
 package process
 
 import (
@@ -61,6 +61,7 @@ func (n *procNode) Addr() string { return n.addr }
 var (
 	_ backend.Backend = (*Backend)(nil)
 	_ backend.Direct  = (*Backend)(nil)
+	_ backend.Proxied = (*Backend)(nil)
 )
 
 // Option configures New.
@@ -242,6 +243,28 @@ func (b *Backend) Heal(_ context.Context, i int) error {
 		return fmt.Errorf("process: heal: %w", err)
 	}
 	n.net.SetPartitioned(false)
+	return nil
+}
+
+// DropReplies implements backend.Proxied: the proxy passes requests and
+// drops every byte the node sends back.
+func (b *Backend) DropReplies(_ context.Context, i int, drop bool) error {
+	n, err := b.node(i)
+	if err != nil {
+		return fmt.Errorf("process: drop replies: %w", err)
+	}
+	n.net.SetDropReplies(drop)
+	return nil
+}
+
+// Blackhole implements backend.Proxied: the proxy drops every byte both
+// ways, and nothing else changes.
+func (b *Backend) Blackhole(_ context.Context, i int, on bool) error {
+	n, err := b.node(i)
+	if err != nil {
+		return fmt.Errorf("process: blackhole: %w", err)
+	}
+	n.net.SetPartitioned(on)
 	return nil
 }
 

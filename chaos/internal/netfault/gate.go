@@ -16,8 +16,9 @@ const gateType = "fencedlock_gate"
 func init() { toxics.Register(gateType, new(gate)) }
 
 // State is what a node's proxy does to the bytes crossing it: pass them,
-// delay them, or drop them all (a partition). The proxy's two gates, one per
-// direction, share it.
+// delay them, drop them all (a partition), or drop only the replies (the
+// node applies every request and its answers are lost). The proxy's two
+// gates, one per direction, share it.
 //
 // Why a toxic of our own rather than toxiproxy's latency and timeout toxics:
 // changing a built-in toxic means UpdateToxicJson, which rewrites the toxic's
@@ -26,8 +27,9 @@ func init() { toxics.Register(gateType, new(gate)) }
 // The gates are installed once, before the proxy starts, and never changed;
 // faults only change this state, under its mutex.
 type State struct {
-	mu          sync.Mutex // protects partitioned, latency, changed
+	mu          sync.Mutex // protects partitioned, dropReplies, latency, changed
 	partitioned bool
+	dropReplies bool
 	latency     time.Duration // per round trip: half on the way in, half on the way out
 	changed     chan struct{} // closed and replaced on every change, so that waiting gates look again
 
@@ -43,6 +45,7 @@ func NewState() *State {
 // View is a State as it was at one moment.
 type View struct {
 	Partitioned bool
+	DropReplies bool // server-to-client bytes are dropped; client-to-server ones pass
 	Latency     time.Duration
 	Changed     <-chan struct{} // closed at the next change
 }
@@ -51,7 +54,7 @@ type View struct {
 func (s *State) View() View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return View{s.partitioned, s.latency, s.changed}
+	return View{s.partitioned, s.dropReplies, s.latency, s.changed}
 }
 
 func (s *State) update(f func()) {
@@ -64,6 +67,11 @@ func (s *State) update(f func()) {
 
 // SetPartitioned drops every byte (true) or passes them again (false).
 func (s *State) SetPartitioned(p bool) { s.update(func() { s.partitioned = p }) }
+
+// SetDropReplies drops every byte from the node to its clients (true), while
+// their requests still reach it, or passes them again (false): what a client
+// sees when its connection dies right after the node applied its command.
+func (s *State) SetDropReplies(d bool) { s.update(func() { s.dropReplies = d }) }
 
 // SetLatency delays each round trip by d; 0 removes the delay.
 func (s *State) SetLatency(d time.Duration) { s.update(func() { s.latency = d }) }
@@ -131,7 +139,7 @@ func (g *gate) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
 	}()
 	for {
 		v := g.st.View()
-		if v.Partitioned {
+		if v.Partitioned || v.DropReplies && !g.upstream {
 			return true // dropped
 		}
 		wait := g.share(v.Latency) - time.Since(c.Timestamp)

@@ -1,0 +1,192 @@
+package backend
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
+)
+
+// An episode of the hunt is a short sequence of steps that builds one state
+// a lock protocol gets wrong, on nodes drawn from the seed. NewHuntPlan
+// strings episodes together; each returns its steps from at on and the time
+// it ends.
+type episode func(h *hunt, at time.Duration) ([]Step, []Window, time.Duration)
+
+// Episodes of the hunt, in the order of the cycle before the seed shuffles
+// it. The overlapping majorities come twice a cycle: they are what exposes
+// a token taken from a minority of counters.
+var huntCycle = []episode{
+	(*hunt).overlappingMajorities,
+	(*hunt).amnesiaRotation,
+	(*hunt).lostReplies,
+	(*hunt).overlappingMajorities,
+	(*hunt).restarts,
+	(*hunt).clockJumps,
+}
+
+// HuntKinds returns the fault kinds of NewHuntPlan's steps and windows.
+func HuntKinds() []fault.Kind {
+	return []fault.Kind{fault.Partition, fault.RestartWithoutData, fault.LoseReplies,
+		fault.Restart, fault.Kill, fault.ClockSkew, fault.DropHeal}
+}
+
+type hunt struct {
+	r     *rand.Rand
+	nodes int
+	ttl   time.Duration
+	skews []string
+}
+
+// NewHuntPlan draws the schedule of the hunt profile: episodes that build
+// on purpose the states where lock protocols break, one after another, in a
+// seeded order on seeded nodes, until duration:
+//
+//   - overlapping majorities: clients see one majority, then another that
+//     shares a single node with it, then every node but that one (for 5
+//     nodes, {0,1,2} then {2,3,4} then {0,1,3,4}, permuted): fence counters
+//     diverge between majorities, and a token taken from the shared node
+//     alone is not on any majority of the last view;
+//   - amnesia rotation: a majority of nodes restart without their data one
+//     after another, acquisitions in between;
+//   - lost replies: a node applies requests whose replies are dropped;
+//   - restarts: nodes restart with their data, or are killed and started
+//     again, under long auto-extended holds;
+//   - clock jumps: a node's clock jumps forward, then (on another restart)
+//     back.
+//
+// Every episode keeps the faulty nodes to a minority at a time. WithMaxTTL
+// is required (episodes last a few TTLs, so that holds and expiries happen
+// inside them); WithClockSkews sets the jumps (default "+30s" and "-30s").
+// The same arguments give the same Plan.
+func NewHuntPlan(nodes int, duration time.Duration, seed uint64, opts ...PlanOption) (Plan, error) {
+	cfg := planConfig{skews: []string{"+30s", "-30s"}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case nodes < 3:
+		return Plan{}, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrInvalidPlan, nodes)
+	case duration <= 0:
+		return Plan{}, fmt.Errorf("%w: duration %v", ErrInvalidPlan, duration)
+	case cfg.maxTTL <= 0:
+		return Plan{}, fmt.Errorf("%w: the hunt needs WithMaxTTL", ErrInvalidPlan)
+	case len(cfg.skews) < 2:
+		return Plan{}, fmt.Errorf("%w: the hunt's clock jumps need two specs (forward, back)", ErrInvalidPlan)
+	}
+	for _, s := range cfg.skews {
+		if err := faketime.CheckSpec(s); err != nil {
+			return Plan{}, fmt.Errorf("%w: %w", ErrInvalidPlan, err)
+		}
+	}
+	h := &hunt{r: rand.New(rand.NewPCG(seed, 0x4a_4e7)), nodes: nodes, ttl: cfg.maxTTL, skews: cfg.skews}
+	p := Plan{Seed: seed, Duration: duration, MaxDown: (nodes - 1) / 2}
+	at := h.between(h.ttl/2, h.ttl)
+	for {
+		cycle := slices.Clone(huntCycle)
+		h.r.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
+		for _, ep := range cycle {
+			steps, windows, end := ep(h, at)
+			if end > duration {
+				return p, nil
+			}
+			p.Steps = append(p.Steps, steps...)
+			p.Windows = append(p.Windows, windows...)
+			at = end + h.between(h.ttl/2, h.ttl) // the workload settles between episodes
+		}
+	}
+}
+
+func (h *hunt) between(lo, hi time.Duration) time.Duration { return between(h.r, lo, hi) }
+
+// perm is a fresh seeded order of the nodes.
+func (h *hunt) perm() []int { return h.r.Perm(h.nodes) }
+
+// overlappingMajorities: with q = nodes/2+1 and nodes in a seeded order,
+// majority A is the first q nodes and B the last q; they share 2q-nodes
+// nodes (one, for an odd count). Clients see B (the rest partitioned) long
+// enough for many acquisitions, then A, then every node but the shared ones:
+// each view is a majority, and each partition a minority. From the second
+// view on, the heals that clients send to lagging counters are lost
+// (fault.DropHeal): only the raise, which a token must not do without,
+// brings a lagging counter up.
+func (h *hunt) overlappingMajorities(at time.Duration) ([]Step, []Window, time.Duration) {
+	q := h.nodes/2 + 1
+	order := h.perm()
+	onlyA := order[:h.nodes-q]     // in A, not B
+	shared := order[h.nodes-q : q] // in both
+	onlyB := order[q:]             // in B, not A
+	views := []struct {
+		cut []int
+		d   time.Duration
+	}{
+		{onlyA, h.between(h.ttl, 3*h.ttl/2)},    // clients see B: its counters move ahead
+		{onlyB, h.between(3*h.ttl/2, 2*h.ttl)},  // see A: the shared nodes lead, the others lag
+		{shared, h.between(3*h.ttl/2, 2*h.ttl)}, // see all but the shared nodes
+	}
+	var steps []Step
+	var heals Window
+	for i, v := range views {
+		for _, n := range v.cut {
+			steps = append(steps, Step{At: at, For: v.d, Kind: fault.Partition, Node: n, Fault: Partition{Node: n}})
+		}
+		if i == 1 {
+			heals = Window{At: at, Kind: fault.DropHeal}
+		}
+		at += v.d
+	}
+	heals.For = at - heals.At
+	return steps, []Window{heals}, at
+}
+
+// amnesiaRotation restarts a majority of the nodes without their data, one
+// after another, with time for acquisitions between two restarts.
+func (h *hunt) amnesiaRotation(at time.Duration) ([]Step, []Window, time.Duration) {
+	var steps []Step
+	for _, n := range h.perm()[:h.nodes/2+1] {
+		gap := h.between(h.ttl/2, h.ttl)
+		steps = append(steps, Step{At: at, For: gap, Kind: fault.RestartWithoutData, Node: n, Fault: Restart{Node: n}})
+		at += gap
+	}
+	return steps, nil, at
+}
+
+// lostReplies drops a node's replies, then another's, while it applies what
+// it is sent.
+func (h *hunt) lostReplies(at time.Duration) ([]Step, []Window, time.Duration) {
+	var steps []Step
+	for _, n := range h.perm()[:2] {
+		d := h.between(h.ttl/2, h.ttl)
+		steps = append(steps, Step{At: at, For: d, Kind: fault.LoseReplies, Node: n, Fault: LoseReplies{Node: n}})
+		at += d
+	}
+	return steps, nil, at
+}
+
+// restarts restarts one node with its data and kills another, held down
+// for a while, then started again: auto-extended holds must ride through.
+func (h *hunt) restarts(at time.Duration) ([]Step, []Window, time.Duration) {
+	order := h.perm()
+	gap := h.between(h.ttl/2, h.ttl)
+	down := h.between(h.ttl/2, h.ttl)
+	steps := []Step{
+		{At: at, For: gap, Kind: fault.Restart, Node: order[0], Fault: Restart{Node: order[0], WithData: true}},
+		{At: at + gap, For: down, Kind: fault.Kill, Node: order[1], Fault: Kill{Node: order[1]}},
+	}
+	return steps, nil, at + gap + down
+}
+
+// clockJumps moves one node's clock forward, then back, each held a while.
+func (h *hunt) clockJumps(at time.Duration) ([]Step, []Window, time.Duration) {
+	n := h.perm()[0]
+	var steps []Step
+	for _, spec := range h.skews[:2] {
+		d := h.between(h.ttl, 2*h.ttl)
+		steps = append(steps, Step{At: at, For: d, Kind: fault.ClockSkew, Node: n, Fault: ClockSkew{Node: n, Spec: spec}})
+		at += d
+	}
+	return steps, nil, at
+}

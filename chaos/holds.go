@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// The hunt's holds. Each hold picks a key (the plain one half the time, one
+// of the two that share a fence counter otherwise) and a style, from the
+// client's seeded source:
+//
+//   - brief: write, hold a few milliseconds, unlock; now and then a late
+//     write follows (see lateWrite);
+//   - to validity: write, keep the lock to the end of its validity, unlock
+//     after it (a validity computed too long shows as an overlap);
+//   - outlive: write, keep it past its validity (without acting), then unlock
+//     or extend; a successful extension is acted on;
+//   - extend: extend twice with Extend, each time late in the validity,
+//     writing after each;
+//   - auto-extend: Lock with AutoExtend and keep it for several TTLs, across
+//     whatever the nodes go through, writing a few times a TTL while Done is
+//     open. The extensions the watchdog makes are recorded as the client sees
+//     them (Until moved), so the checker's hold never outlasts the client's
+//     belief.
+//
+// A hold acts as holder (writes) only while the validity it has seen has at
+// least a quarter of the TTL left: the margin keeps a slow machine's
+// scheduling from turning a write into an overrun.
+type holdStyle int
+
+const (
+	brief holdStyle = iota
+	toValidity
+	outlive
+	extend
+	autoExtend
+)
+
+// huntOnce is one hold of the hunt's workload.
+func (c *client) huntOnce(ctx context.Context) {
+	tg := huntTargets[0]
+	if c.rnd.IntN(2) == 1 {
+		tg = huntTargets[1+c.rnd.IntN(len(huntTargets)-1)]
+	}
+	style := brief
+	switch n := c.rnd.IntN(100); {
+	case n < 55:
+	case n < 67:
+		style = toValidity
+	case n < 79:
+		style = outlive
+	case n < 90:
+		style = extend
+	default:
+		style = autoExtend
+	}
+	var opts []redlock.LockOption
+	if style == autoExtend {
+		opts = append(opts, redlock.AutoExtend())
+	}
+	l, h, ok := c.acquire(ctx, tg.key, opts...)
+	if !ok {
+		return
+	}
+	octx := context.WithoutCancel(ctx) // finish the hold when the run ends meanwhile
+	ttl := c.cfg.TTL
+	c.writeIfValid(octx, l, h, tg.resource)
+	switch style {
+	case brief:
+		sleepReal(ctx, time.Millisecond+time.Duration(c.rnd.Int64N(int64(4*time.Millisecond))))
+		ended := time.Now()
+		c.unlock(octx, l, h)
+		if c.rnd.IntN(4) == 0 {
+			c.lateWrite(octx, h, tg.resource, ended)
+		}
+		return
+	case toValidity:
+		sleepReal(ctx, l.Until().Sub(c.clk.Now())+ttl/50)
+	case outlive:
+		sleepReal(ctx, l.Until().Sub(c.clk.Now())+time.Duration(c.rnd.Int64N(int64(ttl/2))))
+		if c.rnd.IntN(2) == 0 && c.extend(octx, l, h) {
+			c.writeIfValid(octx, l, h, tg.resource)
+		}
+	case extend:
+		for range 2 {
+			// Late in the validity: from 60% to 90% of what is left.
+			left := l.Until().Sub(c.clk.Now())
+			if left <= 0 {
+				break
+			}
+			sleepReal(ctx, left*6/10+time.Duration(c.rnd.Int64N(int64(left*3/10)+1)))
+			if !c.extend(octx, l, h) {
+				break
+			}
+			c.writeIfValid(octx, l, h, tg.resource)
+		}
+	case autoExtend:
+		c.ride(ctx, octx, l, h, tg.resource)
+	}
+	c.unlock(octx, l, h)
+}
+
+// writeIfValid writes when the validity l has left is at least a quarter of
+// the TTL.
+func (c *client) writeIfValid(ctx context.Context, l *redlock.Lock, h history.Hold, res string) {
+	if l.Until().Sub(c.clk.Now()) >= c.cfg.TTL/4 {
+		c.write(ctx, h, res)
+	}
+}
+
+// extend calls Extend for the TTL and records it; it reports success.
+func (c *client) extend(ctx context.Context, l *redlock.Lock, h history.Hold) bool {
+	e := c.rec.Extend(h)
+	ectx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
+	err := l.Extend(ectx, c.cfg.TTL)
+	cancel()
+	switch {
+	case err == nil:
+		e.OK(l.Until().Sub(c.clk.Now()))
+		return true
+	case errors.Is(err, redlock.ErrLockLost):
+		e.LockLost()
+	default:
+		e.Fail(err)
+	}
+	return false
+}
+
+// ride keeps an auto-extended hold for two to four TTLs (less when ctx
+// ends), writing every third of a TTL while it lasts. Each move of Until is
+// recorded as an extension; Done closing, as the lost signal.
+func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h history.Hold, res string) {
+	ttl := c.cfg.TTL
+	end := time.Now().Add(2*ttl + time.Duration(c.rnd.Int64N(int64(2*ttl))))
+	seen := l.Until()
+	for time.Now().Before(end) && ctx.Err() == nil {
+		sleepReal(ctx, ttl/4)
+		select {
+		case <-l.Done():
+			c.rec.Lost(h)
+			return
+		default:
+		}
+		if u := l.Until(); u.After(seen) {
+			c.rec.Extend(h).OK(u.Sub(c.clk.Now()))
+			seen = u
+		}
+		c.writeIfValid(octx, l, h, res)
+	}
+}

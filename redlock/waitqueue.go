@@ -43,7 +43,7 @@ type keyQueue struct {
 	heard     []bool               // nodes that announced a release since the last attempt began
 	nheard    int                  // how many are true in heard
 	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
-	grants    map[string][]bool    // per value, nodes that announced a grant of it and not yet its release
+	held      []string             // per node, the value it last announced a grant of; "" after a release
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	presented time.Time            // when a head last announced itself (see present)
 	presentTo int                  // the node it announced itself to
@@ -79,7 +79,7 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
 			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n),
-			grants: make(map[string][]bool), peers: make(map[string]time.Time)}
+			held: make([]string, n), peers: make(map[string]time.Time)}
 		w.queues[key] = q
 	}
 	if len(q.waiters) == 0 {
@@ -230,7 +230,7 @@ func (w *waitQueues) holding(q *keyQueue) bool {
 // drain forgets announced releases and grants before a new attempt.
 func (w *waitQueues) drain(q *keyQueue) {
 	w.mu.Lock()
-	clear(q.grants)
+	clear(q.held)
 	q.holding = false
 	w.mu.Unlock()
 	w.rearm(q)
@@ -249,11 +249,6 @@ func (w *waitQueues) rearm(q *keyQueue) {
 	default:
 	}
 }
-
-// maxGrants bounds the values whose grant announcements a queue keeps:
-// holds that expire or step back announce no release, so nothing else
-// forgets them.
-const maxGrants = 32
 
 // spread is how long a head that a release woke waits before it asks:
 // heads in other processes were woken by the same release, and if all
@@ -287,16 +282,34 @@ const (
 // by a quorum of nodes and not released since: another process holds the
 // key. Only a real hold gets a quorum's grants (a contender that lost a
 // split vote steps back unannounced, with fewer), and a node that is down
-// or unheard only makes this report false, never wrongly true.
+// or unheard only makes this report false, never wrongly true. A node
+// holds one value at a time and announces in order, so its latest
+// announcement alone counts: a hold that expired or stepped back
+// unannounced is forgotten by the next grant or release there.
 func (w *waitQueues) taken(q *keyQueue) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, nodes := range q.grants {
-		if count(nodes) >= w.c.quorum {
+	return w.takenLocked(q)
+}
+
+func (w *waitQueues) takenLocked(q *keyQueue) bool {
+	for _, v := range q.held {
+		if v != "" && w.heldBy(q, v) >= w.c.quorum {
 			return true
 		}
 	}
 	return false
+}
+
+// heldBy is how many nodes last announced a grant of value.
+func (w *waitQueues) heldBy(q *keyQueue, value string) int {
+	n := 0
+	for _, v := range q.held {
+		if v == value {
+			n++
+		}
+	}
+	return n
 }
 
 // enough is how many nodes' release announcements wake the head: a
@@ -304,16 +317,6 @@ func (w *waitQueues) taken(q *keyQueue) bool {
 // down cannot announce).
 func (w *waitQueues) enough(q *keyQueue) int {
 	return max(1, w.c.quorum-(len(w.c.nodes)-q.nsubbed))
-}
-
-func count(nodes []bool) int {
-	n := 0
-	for _, ok := range nodes {
-		if ok {
-			n++
-		}
-	}
-	return n
 }
 
 func (q *keyQueue) signal() {
@@ -400,12 +403,7 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		return
 	}
 	w.peerLocked(q, value)
-	if nodes := q.grants[value]; nodes != nil {
-		nodes[node] = false
-		if count(nodes) == 0 {
-			delete(q.grants, value)
-		}
-	}
+	q.held[node] = "" // whatever value it held there, the key is gone
 	if !slices.Contains(q.local[:], value) {
 		q.shared = time.Now() // another process's release
 	}
@@ -487,21 +485,14 @@ func (w *waitQueues) peersLocked(q *keyQueue) int {
 	return n
 }
 
-// grantedLocked records node's announcement that it granted value.
+// grantedLocked records node's announcement that it granted value: the
+// value it held before there, if any, is gone.
 func (w *waitQueues) grantedLocked(q *keyQueue, node int, value string) {
-	nodes := q.grants[value]
-	if nodes == nil {
-		if len(q.grants) >= maxGrants {
-			clear(q.grants)
-		}
-		nodes = make([]bool, len(w.c.nodes))
-		q.grants[value] = nodes
-	}
-	if nodes[node] {
+	if q.held[node] == value {
 		return
 	}
-	nodes[node] = true
-	if count(nodes) >= w.c.quorum {
+	q.held[node] = value
+	if w.heldBy(q, value) >= w.c.quorum {
 		select {
 		case q.granted <- struct{}{}:
 		default:

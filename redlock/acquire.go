@@ -124,17 +124,16 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				if !woken {
 					break
 				}
-				taken, serr := c.stagger(ctx, q, lc.since)
+				passed, serr := c.stagger(ctx, q, lc.since)
 				if serr != nil {
 					return nil, serr
 				}
-				if !taken {
+				if !passed {
 					break
 				}
 				// Another process took the key while this head waited
 				// its turn: asking now would only be refused. Wait for
 				// that hold's release, as before.
-				c.waiters.rearm(q)
 			}
 		}
 		now = false
@@ -283,8 +282,9 @@ func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Dur
 
 // stagger holds a head that a release woke for its random part of the
 // spread (see waitQueues.spread) and reports whether another process took
-// the key meanwhile, by a quorum of announced grants.
-func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (taken bool, err error) {
+// the key meanwhile, by a quorum of announced grants: then the head lets
+// that hold pass, rearmed for its release (waitQueues.letPass).
+func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (passed bool, err error) {
 	d := c.waiters.spread(q, since)
 	if d <= 0 {
 		return false, nil
@@ -294,9 +294,9 @@ func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (tak
 	for {
 		select {
 		case <-t.C:
-			return c.waiters.taken(q), nil
+			return c.waiters.letPass(q), nil
 		case <-q.granted:
-			if c.waiters.taken(q) {
+			if c.waiters.letPass(q) {
 				return true, nil
 			}
 		case <-ctx.Done():

@@ -237,17 +237,36 @@ func (w *waitQueues) drain(q *keyQueue) {
 }
 
 // rearm forgets announced releases: the next wake-up needs a quorum of new
-// ones. A head that let another process's fresh hold pass calls it.
+// ones.
 func (w *waitQueues) rearm(q *keyQueue) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rearmLocked(q)
+}
+
+func (w *waitQueues) rearmLocked(q *keyQueue) {
 	clear(q.heard)
 	q.nheard = 0
 	q.free = 0
-	w.mu.Unlock()
 	select {
 	case <-q.released:
 	default:
 	}
+}
+
+// letPass is for a head that a release woke: when another process holds
+// the key (see takenLocked) it rearms, so that the head waits for that hold's
+// release, and reports true. Both under one lock: a release announced
+// between the look and the rearm would be forgotten, and the head sleep
+// until its backoff on a free key.
+func (w *waitQueues) letPass(q *keyQueue) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.takenLocked(q) {
+		return false
+	}
+	w.rearmLocked(q)
+	return true
 }
 
 // spread is how long a head that a release woke waits before it asks:
@@ -256,7 +275,7 @@ func (w *waitQueues) rearm(q *keyQueue) {
 // refused, for a few dozen commands per hold. Spread at random over a few
 // round trips to a quorum, the first to ask is usually done — its grants
 // announced — before the next would start, and the others let it pass (see
-// taken). The longer a head has waited (since), the shorter its spread, so
+// letPass). The longer a head has waited (since), the shorter its spread, so
 // that across processes the oldest waiters tend to go first. 0 when no
 // other process was seen using the key lately: a handoff within one
 // process is not slowed.
@@ -278,7 +297,7 @@ const (
 	ageHorizon = 4 // a head that waited this many spreads gets half of one
 )
 
-// taken reports whether, by the nodes' announcements, one value was granted
+// takenLocked reports whether, by the nodes' announcements, one value was granted
 // by a quorum of nodes and not released since: another process holds the
 // key. Only a real hold gets a quorum's grants (a contender that lost a
 // split vote steps back unannounced, with fewer), and a node that is down
@@ -286,12 +305,6 @@ const (
 // holds one value at a time and announces in order, so its latest
 // announcement alone counts: a hold that expired or stepped back
 // unannounced is forgotten by the next grant or release there.
-func (w *waitQueues) taken(q *keyQueue) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.takenLocked(q)
-}
-
 func (w *waitQueues) takenLocked(q *keyQueue) bool {
 	for _, v := range q.held {
 		if v != "" && w.heldBy(q, v) >= w.c.quorum {

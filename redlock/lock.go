@@ -229,10 +229,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
 		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
-	c.waiters.releasing(l.a.key, l.a.value)
+	deferred := c.waiters.releasing(l.a.key, l.a.value)
 	oks, refused, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
 		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key))
-	c.waiters.wake(l.a.key)
+	c.waiters.wake(l.a.key, deferred)
 	switch {
 	case oks >= c.quorum:
 		c.cfg.observer.Released(l.a.key, l.token)

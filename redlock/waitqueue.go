@@ -47,7 +47,7 @@ type keyQueue struct {
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	presented time.Time            // when a head last announced itself (see present)
 	presentTo int                  // the node it announced itself to
-	local     [8]string            // values this process unlocked lately (ring)
+	local     [8]ownRelease        // values this process unlocked lately (ring)
 	nlocal    int                  // next slot in local
 	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
 	shared    time.Time            // when another process was last seen using the key (real time)
@@ -339,32 +339,59 @@ func (q *keyQueue) signal() {
 	}
 }
 
-// releasing notes that this process is about to release value: the
-// nodes' announcements of it are ignored, since wake tells the head sooner.
-func (w *waitQueues) releasing(key, value string) {
+// ownRelease is a release by this process's Unlock, and whether wake
+// deferred the local head's wake-up for it.
+type ownRelease struct {
+	value    string
+	deferred bool
+}
+
+// releasing notes that this process is about to release value and
+// reports whether wake is to defer the local head's wake-up (see wake).
+// Deferred, the nodes' announcements of the release wake the head like
+// another process's; else wake tells the head at once and they are
+// ignored: they come after, and counted they would wake the next head in
+// the middle of the hold just taken, for an ask sure to be refused.
+func (w *waitQueues) releasing(key, value string) (deferred bool) {
+	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
-	if q := w.queues[key]; q != nil {
-		q.local[q.nlocal%len(q.local)] = value
-		q.nlocal++
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil {
+		return false
 	}
-	w.mu.Unlock()
+	deferred = w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
+	q.local[q.nlocal%len(q.local)] = ownRelease{value: value, deferred: deferred}
+	q.nlocal++
+	return deferred
+}
+
+// ownLocked reports whether value is one of this process's releases, and
+// whether its wake-up was deferred.
+func (q *keyQueue) ownLocked(value string) (own, deferred bool) {
+	for _, r := range q.local {
+		if r.value == value && value != "" {
+			return true, r.deferred
+		}
+	}
+	return false, false
 }
 
 // wake tells the local head of key's queue that this process released
 // key. When other processes wait for the key too, their heads hear of the
 // release from the nodes, later than this one would from wake: woken now,
 // the local head would take the key back every time and the others starve.
-// So then the local head hears of it from the nodes like everyone else, and
-// wake only makes sure of it, a few round trips later.
-func (w *waitQueues) wake(key string) {
+// So then (deferred, as releasing decided) the local head hears of it from
+// the nodes like everyone else, and wake only makes sure of it, a few round
+// trips later.
+func (w *waitQueues) wake(key string, deferred bool) {
 	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	q := w.queues[key]
-	fair := q != nil && w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
 	w.mu.Unlock()
 	switch {
 	case q == nil:
-	case fair:
+	case deferred:
 		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), q.signal)
 	default:
 		q.signal()
@@ -381,7 +408,8 @@ const wakeRTTs = 4
 // own failed attempt): woken by the first node alone, the head would find
 // the key still held on the others. Enough is a quorum, less the nodes that
 // never confirmed the subscription (a node that is down cannot announce).
-// Releases by this process's own Unlock are skipped: wake told the head.
+// Releases by this process's own Unlock are skipped unless its wake-up
+// was deferred: wake told the head (see releasing).
 func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -417,8 +445,12 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	}
 	w.peerLocked(q, value)
 	q.held[node] = "" // whatever value it held there, the key is gone
-	if !slices.Contains(q.local[:], value) {
+	own, deferred := q.ownLocked(value)
+	switch {
+	case !own:
 		q.shared = time.Now() // another process's release
+	case !deferred:
+		return // wake told the head at once
 	}
 	if !q.heard[node] {
 		q.heard[node] = true

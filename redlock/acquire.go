@@ -157,7 +157,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 // error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
 // writes. If fn panics, Do stops the watchdog and unlocks, and the panic
 // goes on with its own value. fn may call l.Unlock itself, to release early:
-// that is no loss, and Do returns fn's error alone.
+// that is no loss, and Do returns fn's error alone — unless that Unlock
+// found the hold already gone ([ErrLockLost]), a loss like any other.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalid("nil fn")
@@ -189,7 +190,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		close(stop)
 		lost = <-watched
 		if l.unlockCalled() { // by fn: nothing left to release
-			return lost, nil
+			return lost || l.endedLost(), nil // its Unlock may have found the hold gone
 		}
 		return lost, l.Unlock(context.WithoutCancel(ctx)) // also stops the watchdog
 	}

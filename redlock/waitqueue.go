@@ -289,7 +289,9 @@ func (w *waitQueues) spread(q *keyQueue, since time.Time) time.Duration {
 	}
 	s := spreadRTTs * time.Duration(1+peers) * rtt
 	age, horizon := time.Since(since), ageHorizon*s
-	return rand.N(s) * horizon / (horizon + max(age, 0))
+	// In floating point: rand.N(s) * horizon overflows int64 once s passes
+	// about 1.5s (50ms round trips and 30 contending processes).
+	return time.Duration(float64(rand.N(s)) * float64(horizon) / float64(horizon+max(age, 0)))
 }
 
 const (

@@ -117,14 +117,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			}
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
-				woken, serr := c.sleep(ctx, q.released, d)
+				left, woken, serr := c.sleep(ctx, q.released, d)
 				if serr != nil {
 					return nil, serr
 				}
 				if !woken {
 					break
 				}
-				passed, serr := c.stagger(ctx, q, lc.since)
+				passed, serr := c.stagger(ctx, q, lc.since, left)
 				if serr != nil {
 					return nil, serr
 				}
@@ -262,31 +262,36 @@ func withCtx(ctx context.Context, err error) error {
 	return errors.Join(err, ctx.Err())
 }
 
-// sleep waits d on the client's clock, or until a release is announced.
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (woken bool, err error) {
+// sleep waits d on the client's clock, or until a release is announced;
+// woken, it reports what was left of d.
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (left time.Duration, woken bool, err error) {
 	if d <= 0 {
-		return false, nil
+		return 0, false, nil
 	}
+	start := c.cfg.clock.Now()
 	t := c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return false, nil
+		return 0, false, nil
 	case <-released:
-		return true, nil
+		return d - c.cfg.clock.Since(start), true, nil
 	case <-ctx.Done():
-		return false, errors.Join(ErrNotAcquired, ctx.Err())
+		return 0, false, errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return false, errors.Join(ErrNotAcquired, errClosed)
+		return 0, false, errors.Join(ErrNotAcquired, errClosed)
 	}
 }
 
 // stagger holds a head that a release woke for its random part of the
-// spread (see waitQueues.spread) and reports whether another process took
-// the key meanwhile, by a quorum of announced grants: then the head lets
-// that hold pass, rearmed for its release (waitQueues.letPass).
-func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (passed bool, err error) {
-	d := c.waiters.spread(q, since)
+// spread (see waitQueues.spread), at most left — what was left of its
+// sleep: the messages behind the spread (how many processes contend) may
+// be forged, and must not hold a head past its backoff. It reports whether
+// another process took the key meanwhile, by a quorum of announced grants:
+// then the head lets that hold pass, rearmed for its release
+// (waitQueues.letPass).
+func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time, left time.Duration) (passed bool, err error) {
+	d := min(c.waiters.spread(q, since), left)
 	if d <= 0 {
 		return false, nil
 	}

@@ -49,3 +49,31 @@ func TestAttack2SpreadStaysInRange(t *testing.T) {
 		})
 	}
 }
+
+// The spread rests on messages anyone can publish (how many processes
+// announced that they wait): forged by the hundred, they must not hold a
+// woken head past what was left of its sleep, its backoff.
+func TestAttack2SpreadEndsWithTheBackoff(t *testing.T) {
+	c := &Client{nodes: make([]node, 3), quorum: 2, closing: make(chan struct{})}
+	c.rtt.Store(int64(50 * time.Millisecond))
+	c.waiters = newWaitQueues(c)
+	q, _ := c.waiters.join("k")
+	now := time.Now()
+	c.waiters.mu.Lock()
+	q.shared = now
+	for i := range maxPeers - 1 { // a spread of up to 12.8s
+		q.peers[fmt.Sprintf("%08d", i)] = now
+	}
+	c.waiters.mu.Unlock()
+	const left = 20 * time.Millisecond
+	for range 5 {
+		start := time.Now()
+		if _, err := c.stagger(t.Context(), q, time.Now(), left); err != nil {
+			t.Fatal(err)
+		}
+		// A loaded machine may run the timer late, never by seconds.
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("a head staggered %v with %v left of its backoff", took, left)
+		}
+	}
+}

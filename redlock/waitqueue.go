@@ -43,7 +43,7 @@ type keyQueue struct {
 	heard     []bool               // nodes that announced a release since the last attempt began
 	nheard    int                  // how many are true in heard
 	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
-	held      []string             // per node, the value it last announced a grant of; "" after a release
+	held      []string             // per node, the value it last announced a grant of; "" after its release
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	presented time.Time            // when a head last announced itself (see present)
 	presentTo int                  // the node it announced itself to
@@ -304,9 +304,9 @@ const (
 // key. Only a real hold gets a quorum's grants (a contender that lost a
 // split vote steps back unannounced, with fewer), and a node that is down
 // or unheard only makes this report false, never wrongly true. A node
-// holds one value at a time and announces in order, so its latest
-// announcement alone counts: a hold that expired or stepped back
-// unannounced is forgotten by the next grant or release there.
+// holds one value at a time and announces in order, so its latest grant
+// alone counts: a hold that expired or stepped back unannounced is
+// forgotten at the next grant there.
 func (w *waitQueues) takenLocked(q *keyQueue) bool {
 	for _, v := range q.held {
 		if v != "" && w.heldBy(q, v) >= w.c.quorum {
@@ -446,7 +446,9 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		return
 	}
 	w.peerLocked(q, value)
-	q.held[node] = "" // whatever value it held there, the key is gone
+	if q.held[node] == value {
+		q.held[node] = ""
+	}
 	own, deferred := q.ownLocked(value)
 	switch {
 	case !own:

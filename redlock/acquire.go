@@ -117,24 +117,23 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			}
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
-				woken, serr := c.sleep(ctx, q.released, d)
+				left, woken, serr := c.sleep(ctx, q.released, d)
 				if serr != nil {
 					return nil, serr
 				}
 				if !woken {
 					break
 				}
-				taken, serr := c.stagger(ctx, q, lc.since)
+				passed, serr := c.stagger(ctx, q, lc.since, left)
 				if serr != nil {
 					return nil, serr
 				}
-				if !taken {
+				if !passed {
 					break
 				}
 				// Another process took the key while this head waited
 				// its turn: asking now would only be refused. Wait for
 				// that hold's release, as before.
-				c.waiters.rearm(q)
 			}
 		}
 		now = false
@@ -158,7 +157,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 // error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
 // writes. If fn panics, Do stops the watchdog and unlocks, and the panic
 // goes on with its own value. fn may call l.Unlock itself, to release early:
-// that is no loss, and Do returns fn's error alone.
+// that is no loss, and Do returns fn's error alone — unless that Unlock
+// found the hold already gone ([ErrLockLost]), a loss like any other.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalid("nil fn")
@@ -190,7 +190,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		close(stop)
 		lost = <-watched
 		if l.unlockCalled() { // by fn: nothing left to release
-			return lost, nil
+			return lost || l.endedLost(), nil // its Unlock may have found the hold gone
 		}
 		return lost, l.Unlock(context.WithoutCancel(ctx)) // also stops the watchdog
 	}
@@ -262,30 +262,36 @@ func withCtx(ctx context.Context, err error) error {
 	return errors.Join(err, ctx.Err())
 }
 
-// sleep waits d on the client's clock, or until a release is announced.
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (woken bool, err error) {
+// sleep waits d on the client's clock, or until a release is announced;
+// woken, it reports what was left of d.
+func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (left time.Duration, woken bool, err error) {
 	if d <= 0 {
-		return false, nil
+		return 0, false, nil
 	}
+	start := c.cfg.clock.Now()
 	t := c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return false, nil
+		return 0, false, nil
 	case <-released:
-		return true, nil
+		return d - c.cfg.clock.Since(start), true, nil
 	case <-ctx.Done():
-		return false, errors.Join(ErrNotAcquired, ctx.Err())
+		return 0, false, errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return false, errors.Join(ErrNotAcquired, errClosed)
+		return 0, false, errors.Join(ErrNotAcquired, errClosed)
 	}
 }
 
 // stagger holds a head that a release woke for its random part of the
-// spread (see waitQueues.spread) and reports whether another process took
-// the key meanwhile, by a quorum of announced grants.
-func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (taken bool, err error) {
-	d := c.waiters.spread(q, since)
+// spread (see waitQueues.spread), at most left — what was left of its
+// sleep: the messages behind the spread (how many processes contend) may
+// be forged, and must not hold a head past its backoff. It reports whether
+// another process took the key meanwhile, by a quorum of announced grants:
+// then the head lets that hold pass, rearmed for its release
+// (waitQueues.letPass).
+func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time, left time.Duration) (passed bool, err error) {
+	d := min(c.waiters.spread(q, since), left)
 	if d <= 0 {
 		return false, nil
 	}
@@ -294,9 +300,9 @@ func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time) (tak
 	for {
 		select {
 		case <-t.C:
-			return c.waiters.taken(q), nil
+			return c.waiters.letPass(q), nil
 		case <-q.granted:
-			if c.waiters.taken(q) {
+			if c.waiters.letPass(q) {
 				return true, nil
 			}
 		case <-ctx.Done():

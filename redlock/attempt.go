@@ -277,6 +277,24 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
+// failed is fail for tryOnce, with what the attempt saw (t). fail waits for
+// the answers still out, and the nodes that granted count all the grants
+// in by then: the decision often comes on the refusals, before the free
+// nodes answer, and a waiter counts those nodes toward its wake-up.
+func (a *attempt) failed(t *tally, err error) (*Lock, failure, error) {
+	f := t.failure()
+	err = a.fail(err)
+	a.mu.Lock()
+	f.granted = 0
+	for i, ok := range a.answered {
+		if ok && a.latest[i].granted {
+			f.granted++
+		}
+	}
+	a.mu.Unlock()
+	return nil, f, err
+}
+
 // abandon is fail for a caller whose ctx ended: it must return at once, so
 // every node that granted or failed is released in the background, and
 // calls still open release themselves when they answer.
@@ -366,7 +384,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			}
 			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
 				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
-				return nil, t.failure(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+				return a.failed(t, errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
 			}
 			// The contenders step back now; ask again once their releases
 			// had about a round trip to land.
@@ -395,12 +413,12 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	token, ok := a.fence(t.grants())
 	if !ok {
-		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
+		return a.failed(t, errors.Join(ErrNotAcquired, errNoFenceQuorum))
 	}
 	until := a.start.Add(ttl - c.driftOf(ttl))
 	now := c.cfg.clock.Now()
 	if !now.Before(until) {
-		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
+		return a.failed(t, errors.Join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {

@@ -25,7 +25,7 @@ type Lock struct {
 	mu       sync.Mutex // protects the fields below
 	until    time.Time
 	ended    bool          // done is closed
-	lost     bool          // the hold ended other than by Unlock
+	lost     bool          // the hold ended other than by Unlock, or Unlock found it gone
 	unlocked bool          // Unlock was called
 	expiry   clock.Timer   // fires at until, once Done() was asked for
 	watch    chan struct{} // closed to stop the watchdog; nil when none
@@ -105,7 +105,8 @@ func (l *Lock) unlockCalled() bool {
 	return l.unlocked
 }
 
-// endedLost reports whether the hold ended other than by Unlock.
+// endedLost reports whether the hold ended other than by Unlock, or Unlock
+// found it lost.
 func (l *Lock) endedLost() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -229,10 +230,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
 		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
-	c.waiters.releasing(l.a.key, l.a.value)
+	deferred := c.waiters.releasing(l.a.key, l.a.value)
 	oks, refused, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
 		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key))
-	c.waiters.wake(l.a.key)
+	c.waiters.wake(l.a.key, deferred)
 	switch {
 	case oks >= c.quorum:
 		c.cfg.observer.Released(l.a.key, l.token)
@@ -244,6 +245,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		// not known to be released (it expires at its TTL).
 		return errors.Join(errs...)
 	}
+	l.mu.Lock()
+	l.lost = true // gone before this Unlock: a loss after all (see Client.Do)
+	l.mu.Unlock()
 	c.cfg.observer.Lost(l.a.key, l.token)
 	return errors.Join(append([]error{ErrLockLost}, errs...)...)
 }

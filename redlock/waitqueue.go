@@ -43,11 +43,11 @@ type keyQueue struct {
 	heard     []bool               // nodes that announced a release since the last attempt began
 	nheard    int                  // how many are true in heard
 	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
-	grants    map[string][]bool    // per value, nodes that announced a grant of it and not yet its release
+	held      []string             // per node, the value it last announced a grant of; "" after its release
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	presented time.Time            // when a head last announced itself (see present)
 	presentTo int                  // the node it announced itself to
-	local     [8]string            // values this process unlocked lately (ring)
+	local     [8]ownRelease        // values this process unlocked lately (ring)
 	nlocal    int                  // next slot in local
 	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
 	shared    time.Time            // when another process was last seen using the key (real time)
@@ -79,7 +79,7 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
 			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n),
-			grants: make(map[string][]bool), peers: make(map[string]time.Time)}
+			held: make([]string, n), peers: make(map[string]time.Time)}
 		w.queues[key] = q
 	}
 	if len(q.waiters) == 0 {
@@ -230,30 +230,44 @@ func (w *waitQueues) holding(q *keyQueue) bool {
 // drain forgets announced releases and grants before a new attempt.
 func (w *waitQueues) drain(q *keyQueue) {
 	w.mu.Lock()
-	clear(q.grants)
+	clear(q.held)
 	q.holding = false
 	w.mu.Unlock()
 	w.rearm(q)
 }
 
 // rearm forgets announced releases: the next wake-up needs a quorum of new
-// ones. A head that let another process's fresh hold pass calls it.
+// ones.
 func (w *waitQueues) rearm(q *keyQueue) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rearmLocked(q)
+}
+
+func (w *waitQueues) rearmLocked(q *keyQueue) {
 	clear(q.heard)
 	q.nheard = 0
 	q.free = 0
-	w.mu.Unlock()
 	select {
 	case <-q.released:
 	default:
 	}
 }
 
-// maxGrants bounds the values whose grant announcements a queue keeps:
-// holds that expire or step back announce no release, so nothing else
-// forgets them.
-const maxGrants = 32
+// letPass is for a head that a release woke: when another process holds
+// the key (see takenLocked) it rearms, so that the head waits for that hold's
+// release, and reports true. Both under one lock: a release announced
+// between the look and the rearm would be forgotten, and the head sleep
+// until its backoff on a free key.
+func (w *waitQueues) letPass(q *keyQueue) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.takenLocked(q) {
+		return false
+	}
+	w.rearmLocked(q)
+	return true
+}
 
 // spread is how long a head that a release woke waits before it asks:
 // heads in other processes were woken by the same release, and if all
@@ -261,7 +275,7 @@ const maxGrants = 32
 // refused, for a few dozen commands per hold. Spread at random over a few
 // round trips to a quorum, the first to ask is usually done — its grants
 // announced — before the next would start, and the others let it pass (see
-// taken). The longer a head has waited (since), the shorter its spread, so
+// letPass). The longer a head has waited (since), the shorter its spread, so
 // that across processes the oldest waiters tend to go first. 0 when no
 // other process was seen using the key lately: a handoff within one
 // process is not slowed.
@@ -275,7 +289,9 @@ func (w *waitQueues) spread(q *keyQueue, since time.Time) time.Duration {
 	}
 	s := spreadRTTs * time.Duration(1+peers) * rtt
 	age, horizon := time.Since(since), ageHorizon*s
-	return rand.N(s) * horizon / (horizon + max(age, 0))
+	// In floating point: rand.N(s) * horizon overflows int64 once s passes
+	// about 1.5s (50ms round trips and 30 contending processes).
+	return time.Duration(float64(rand.N(s)) * float64(horizon) / float64(horizon+max(age, 0)))
 }
 
 const (
@@ -283,20 +299,32 @@ const (
 	ageHorizon = 4 // a head that waited this many spreads gets half of one
 )
 
-// taken reports whether, by the nodes' announcements, one value was granted
+// takenLocked reports whether, by the nodes' announcements, one value was granted
 // by a quorum of nodes and not released since: another process holds the
 // key. Only a real hold gets a quorum's grants (a contender that lost a
 // split vote steps back unannounced, with fewer), and a node that is down
-// or unheard only makes this report false, never wrongly true.
-func (w *waitQueues) taken(q *keyQueue) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, nodes := range q.grants {
-		if count(nodes) >= w.c.quorum {
+// or unheard only makes this report false, never wrongly true. A node
+// holds one value at a time and announces in order, so its latest grant
+// alone counts: a hold that expired or stepped back unannounced is
+// forgotten at the next grant there.
+func (w *waitQueues) takenLocked(q *keyQueue) bool {
+	for _, v := range q.held {
+		if v != "" && w.heldBy(q, v) >= w.c.quorum {
 			return true
 		}
 	}
 	return false
+}
+
+// heldBy is how many nodes last announced a grant of value.
+func (w *waitQueues) heldBy(q *keyQueue, value string) int {
+	n := 0
+	for _, v := range q.held {
+		if v == value {
+			n++
+		}
+	}
+	return n
 }
 
 // enough is how many nodes' release announcements wake the head: a
@@ -306,16 +334,6 @@ func (w *waitQueues) enough(q *keyQueue) int {
 	return max(1, w.c.quorum-(len(w.c.nodes)-q.nsubbed))
 }
 
-func count(nodes []bool) int {
-	n := 0
-	for _, ok := range nodes {
-		if ok {
-			n++
-		}
-	}
-	return n
-}
-
 func (q *keyQueue) signal() {
 	select {
 	case q.released <- struct{}{}:
@@ -323,32 +341,59 @@ func (q *keyQueue) signal() {
 	}
 }
 
-// releasing notes that this process is about to release value: the
-// nodes' announcements of it are ignored, since wake tells the head sooner.
-func (w *waitQueues) releasing(key, value string) {
+// ownRelease is a release by this process's Unlock, and whether wake
+// deferred the local head's wake-up for it.
+type ownRelease struct {
+	value    string
+	deferred bool
+}
+
+// releasing notes that this process is about to release value and
+// reports whether wake is to defer the local head's wake-up (see wake).
+// Deferred, the nodes' announcements of the release wake the head like
+// another process's; else wake tells the head at once and they are
+// ignored: they come after, and counted they would wake the next head in
+// the middle of the hold just taken, for an ask sure to be refused.
+func (w *waitQueues) releasing(key, value string) (deferred bool) {
+	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
-	if q := w.queues[key]; q != nil {
-		q.local[q.nlocal%len(q.local)] = value
-		q.nlocal++
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil {
+		return false
 	}
-	w.mu.Unlock()
+	deferred = w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
+	q.local[q.nlocal%len(q.local)] = ownRelease{value: value, deferred: deferred}
+	q.nlocal++
+	return deferred
+}
+
+// ownLocked reports whether value is one of this process's releases, and
+// whether its wake-up was deferred.
+func (q *keyQueue) ownLocked(value string) (own, deferred bool) {
+	for _, r := range q.local {
+		if r.value == value && value != "" {
+			return true, r.deferred
+		}
+	}
+	return false, false
 }
 
 // wake tells the local head of key's queue that this process released
 // key. When other processes wait for the key too, their heads hear of the
 // release from the nodes, later than this one would from wake: woken now,
 // the local head would take the key back every time and the others starve.
-// So then the local head hears of it from the nodes like everyone else, and
-// wake only makes sure of it, a few round trips later.
-func (w *waitQueues) wake(key string) {
+// So then (deferred, as releasing decided) the local head hears of it from
+// the nodes like everyone else, and wake only makes sure of it, a few round
+// trips later.
+func (w *waitQueues) wake(key string, deferred bool) {
 	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	q := w.queues[key]
-	fair := q != nil && w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
 	w.mu.Unlock()
 	switch {
 	case q == nil:
-	case fair:
+	case deferred:
 		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), q.signal)
 	default:
 		q.signal()
@@ -365,7 +410,8 @@ const wakeRTTs = 4
 // own failed attempt): woken by the first node alone, the head would find
 // the key still held on the others. Enough is a quorum, less the nodes that
 // never confirmed the subscription (a node that is down cannot announce).
-// Releases by this process's own Unlock are skipped: wake told the head.
+// Releases by this process's own Unlock are skipped unless its wake-up
+// was deferred: wake told the head (see releasing).
 func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -400,14 +446,15 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		return
 	}
 	w.peerLocked(q, value)
-	if nodes := q.grants[value]; nodes != nil {
-		nodes[node] = false
-		if count(nodes) == 0 {
-			delete(q.grants, value)
-		}
+	if q.held[node] == value {
+		q.held[node] = ""
 	}
-	if !slices.Contains(q.local[:], value) {
+	own, deferred := q.ownLocked(value)
+	switch {
+	case !own:
 		q.shared = time.Now() // another process's release
+	case !deferred:
+		return // wake told the head at once
 	}
 	if !q.heard[node] {
 		q.heard[node] = true
@@ -487,21 +534,14 @@ func (w *waitQueues) peersLocked(q *keyQueue) int {
 	return n
 }
 
-// grantedLocked records node's announcement that it granted value.
+// grantedLocked records node's announcement that it granted value: the
+// value it held before there, if any, is gone.
 func (w *waitQueues) grantedLocked(q *keyQueue, node int, value string) {
-	nodes := q.grants[value]
-	if nodes == nil {
-		if len(q.grants) >= maxGrants {
-			clear(q.grants)
-		}
-		nodes = make([]bool, len(w.c.nodes))
-		q.grants[value] = nodes
-	}
-	if nodes[node] {
+	if q.held[node] == value {
 		return
 	}
-	nodes[node] = true
-	if count(nodes) >= w.c.quorum {
+	q.held[node] = value
+	if w.heldBy(q, value) >= w.c.quorum {
 		select {
 		case q.granted <- struct{}{}:
 		default:

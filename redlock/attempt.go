@@ -397,8 +397,11 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 		select {
 		case r := <-a.replies:
 			t.add(r)
-			if answers++; answers == c.quorum {
-				c.noteRTT(time.Since(wall))
+			// A dead node's fast error says nothing of the round trip.
+			if r.err == nil {
+				if answers++; answers == c.quorum {
+					c.noteRTT(time.Since(wall))
+				}
 			}
 		case <-grace:
 			graced, grace = true, make(chan time.Time) // never again

@@ -513,6 +513,11 @@ func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
 	c.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
+		select {
+		case <-c.closing: // Close came after the look above
+			return
+		default:
+		}
 		_ = node.Publish(ctx, releaseChannel(q.key), "?"+w.self).Err()
 	})
 }

@@ -301,10 +301,11 @@ func checkRoundTrip(t *testing.T, h history.History, want history.Result) {
 	if got.Verdict != want.Verdict || got.Found != want.Found || got.Expected != want.Expected ||
 		got.Acquisitions != want.Acquisitions || got.AcquireFailures != want.AcquireFailures ||
 		got.StaleWritesRejected != want.StaleWritesRejected || got.Writes != want.Writes ||
-		len(got.Faults) != len(want.Faults) || !reflect.DeepEqual(got.Liveness, want.Liveness) {
-		t.Errorf("read back from JSON Lines, the history checks %s %+v %+v (%d acquisitions, liveness %+v);\nthe run: %s %+v %+v (%d, %+v)",
-			got.Verdict, got.Found, got.Expected, got.Acquisitions, got.Liveness,
-			want.Verdict, want.Found, want.Expected, want.Acquisitions, want.Liveness)
+		len(got.Faults) != len(want.Faults) || !reflect.DeepEqual(got.Liveness, want.Liveness) ||
+		!reflect.DeepEqual(got.Starvation, want.Starvation) {
+		t.Errorf("read back from JSON Lines, the history checks %s %+v %+v (%d acquisitions, liveness %+v, starvation %+v);\nthe run: %s %+v %+v (%d, %+v, %+v)",
+			got.Verdict, got.Found, got.Expected, got.Acquisitions, got.Liveness, got.Starvation,
+			want.Verdict, want.Found, want.Expected, want.Acquisitions, want.Liveness, want.Starvation)
 	}
 }
 

@@ -44,6 +44,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		l        *Lock
 		hint     time.Duration
 		tried    bool
+		granted  int           // nodes that granted the last attempt
 		took     time.Duration // the last attempt's time on the wire
 		courtesy = c.waiters.courtesy(key)
 	)
@@ -59,7 +60,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	default:
 		c.waiters.prepare(key)
 		start := time.Now()
-		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		var f failure
+		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		hint, granted = f.holderTTL, f.granted
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
 		}
@@ -68,7 +71,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	q, w := c.waiters.join(key)
 	defer func() { c.waiters.leave(key, q, w, l != nil) }()
 	if tried {
-		c.waiters.tried(q, took, hint > 0)
+		c.waiters.tried(q, took, hint > 0, granted)
 	}
 	select {
 	case <-w:
@@ -137,9 +140,11 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		now = false
 		c.waiters.drain(q)
 		start := time.Now()
-		l, hint, err = c.tryOnce(ctx, key, ttl, lc)
+		var f failure
+		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		hint, granted = f.holderTTL, f.granted
 		took = time.Since(start)
-		c.waiters.tried(q, took, hint > 0)
+		c.waiters.tried(q, took, hint > 0, granted)
 		tried = true
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
@@ -215,6 +220,8 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 	switch {
 	case key == "":
 		return invalid("empty key")
+	case FenceKey(key) == key:
+		return invalid("key %q is a fence counter", key)
 	case ttl <= 0:
 		return invalid("ttl %v is not positive", ttl)
 	case ttl < time.Millisecond:
@@ -232,9 +239,12 @@ var (
 )
 
 // retryable says whether a failed attempt is worth another: refusals and
-// node errors are; bad input, a closed client and an ended ctx are not.
+// node errors are; bad input, a closed client, an ended ctx and an exhausted
+// fence counter are not (a counter at the maximum means a quorum is there:
+// no attempt can succeed again).
 func retryable(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed)
+	return ctx.Err() == nil && errors.Is(err, ErrNotAcquired) && !errors.Is(err, errClosed) &&
+		!errors.Is(err, ErrTokenExhausted)
 }
 
 // withCtx joins ctx's error to a failure that ctx's end caused.

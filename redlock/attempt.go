@@ -277,6 +277,18 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
+// abandon is fail for a caller whose ctx ended: it must return at once, so
+// every node that granted or failed is released in the background, and
+// calls still open release themselves when they answer.
+func (a *attempt) abandon(err error) error {
+	for _, r := range a.decide(abandoned, 0) {
+		if r.granted || r.err != nil {
+			a.stepBack(r.node)
+		}
+	}
+	return err
+}
+
 // stepBack releases node i's grant in the background, unannounced: only
 // an Unlock wakes waiters (see release.lua).
 func (a *attempt) stepBack(i int) {
@@ -293,8 +305,9 @@ func (a *attempt) release(i int) (bool, error) {
 	return asInt(v) == 1, nil
 }
 
-// tryOnce is one attempt. On failure it also returns how long the current
-// holder's key has left (0 when unknown), the longest a waiter should sleep.
+// tryOnce is one attempt. On failure it also says what it saw (failure):
+// how long the current holder's key has left, the longest a waiter should
+// sleep, and how many nodes granted it before it stepped back.
 //
 // It decides as soon as the answers allow: a quorum of grants, or answers
 // that cannot make one as they stand. Then a split vote between contenders
@@ -303,13 +316,19 @@ func (a *attempt) release(i int) (bool, error) {
 // the others fail at once. Nodes that have not answered when someone else
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
-func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, time.Duration, error) {
+func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, errors.Join(ErrNotAcquired, err)
+		return nil, failure{}, errors.Join(ErrNotAcquired, err)
 	}
+	// The attempt counts as in flight until its releases or heals are
+	// queued: Close waits for it before it stops the batchers, or a grant
+	// would be left behind. Counted before the check, so a Close that
+	// found nothing in flight is seen here.
+	c.inflight.add(1)
+	defer c.inflight.done()
 	select {
 	case <-c.closing:
-		return nil, 0, errors.Join(ErrNotAcquired, errClosed)
+		return nil, failure{}, errors.Join(ErrNotAcquired, errClosed)
 	default:
 	}
 	wall := time.Now() // network waits are real time
@@ -347,7 +366,7 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			}
 			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
 				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
-				return nil, t.holderTTL(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+				return nil, t.failure(), a.fail(errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
 			}
 			// The contenders step back now; ask again once their releases
 			// had about a round trip to land.
@@ -371,17 +390,17 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 			t.asked(reasked)
 			a.ask(reasked)
 		case <-ctx.Done():
-			return nil, 0, a.fail(errors.Join(ErrNotAcquired, ctx.Err()))
+			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
 		}
 	}
 	token, ok := a.fence(t.grants())
 	if !ok {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
+		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoFenceQuorum))
 	}
 	until := a.start.Add(ttl - c.driftOf(ttl))
 	now := c.cfg.clock.Now()
 	if !now.Before(until) {
-		return nil, t.holderTTL(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
+		return nil, t.failure(), a.fail(errors.Join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {
@@ -391,5 +410,5 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	if lc.autoExtend {
 		l.startWatchdog()
 	}
-	return l, 0, nil
+	return l, failure{}, nil
 }

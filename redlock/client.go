@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"log/slog"
+	"math"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -24,10 +25,13 @@ type Client struct {
 	quorum int
 
 	batchers []*batcher     // per node: every script call goes through one
-	inflight inflightCalls  // script calls queued or on the wire
+	inflight inflightCalls  // script calls queued or on the wire, attempts deciding
 	bg       sync.WaitGroup // watchdogs, expiry monitors, pub/sub listeners
 	closing  chan struct{}  // closed by Close
 	once     sync.Once
+
+	bgMu     sync.Mutex // protects bgClosed
+	bgClosed bool       // Close waits for bg: no more Adds to it
 
 	waiters *waitQueues
 	id      [4]byte      // random: the end of every hold value (holdValue)
@@ -119,7 +123,8 @@ func (c *Client) Quorum() int { return c.quorum }
 func (c *Client) Nodes() int { return len(c.nodes) }
 
 // Close stops the client's background work: watchdogs, pub/sub listeners,
-// and the releases still on the wire (each bounded by its node timeout). Locks
+// and, after the attempts in flight released what they must, the releases
+// still on the wire (each bounded by its node timeout). Locks
 // held stay held until their TTL runs out; their Done channels close. It does
 // not close the redis clients passed to New. Close is idempotent.
 //
@@ -134,8 +139,11 @@ func (c *Client) Close() error {
 		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })
 		defer t.Stop()
 		c.waiters.close()
+		c.bgMu.Lock()
+		c.bgClosed = true
+		c.bgMu.Unlock()
 		waitUntil(&c.bg, bound)
-		c.inflight.wait(bound) // releases and heals still on the wire
+		c.inflight.wait(bound) // attempts deciding, releases and heals on the wire
 		for _, b := range c.batchers {
 			b.stop(bound)
 		}
@@ -147,18 +155,27 @@ func (c *Client) Close() error {
 // a little more for the calls queued behind it.
 func (c *Client) closeTimeout() time.Duration {
 	if c.cfg.nodeTimeout > 0 {
-		return 2 * c.cfg.nodeTimeout
+		return 2 * min(c.cfg.nodeTimeout, math.MaxInt64/2) // no overflow into no wait
 	}
 	return 2 * maxNodeTimeout
 }
 
 // goBackground runs f tracked by Close. A panic in f does not escape: it
 // is logged with its stack, and f's work stops (a watchdog that stops lets
-// its hold run out; Done then closes at the validity's end).
+// its hold run out; Done then closes at the validity's end). Once Close
+// waits, f runs untracked (a WaitGroup must not grow from zero while it is
+// waited for): every f ends at once when the client is closing.
 func (c *Client) goBackground(f func()) {
-	c.bg.Add(1)
+	c.bgMu.Lock()
+	tracked := !c.bgClosed
+	if tracked {
+		c.bg.Add(1)
+	}
+	c.bgMu.Unlock()
 	go func() {
-		defer c.bg.Done()
+		if tracked {
+			defer c.bg.Done()
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				c.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "redlock: recovered a panic in a background goroutine",

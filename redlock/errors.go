@@ -19,7 +19,7 @@ var (
 	// ErrTokenExhausted means a node's fence counter reached the int64
 	// maximum (about 9.2e18 holds): no larger token can be issued there, so
 	// the acquisition fails, joined with [ErrNotAcquired], before writing
-	// anything. Tokens never wrap or repeat.
+	// anything; Lock and Do do not retry it. Tokens never wrap or repeat.
 	ErrTokenExhausted = errors.New("redlock: fence counter exhausted")
 )
 

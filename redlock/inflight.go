@@ -2,8 +2,9 @@ package redlock
 
 import "sync"
 
-// inflightCalls counts the node calls queued or on the wire; wait returns once
-// none is. Close uses it to let releases and heals finish.
+// inflightCalls counts the node calls queued or on the wire, and the
+// attempts still deciding; wait returns once none is. Close uses it to let
+// attempts settle and releases and heals finish.
 type inflightCalls struct {
 	mu   sync.Mutex // protects n, zero
 	n    int

@@ -126,9 +126,10 @@ func (l *Lock) end(lost bool) {
 // quorum still hold it, or no validity would be left, Extend returns
 // ErrLockLost and Done closes.
 //
-// If ctx ends before the outcome is known, Extend returns ctx.Err(); the
-// calls already sent may still land, so Until becomes the earlier of its
-// previous value and what the new ttl gives: it is never later than what a
+// If ctx ends before the outcome is known, Extend returns ctx.Err(). The
+// calls already sent may land whatever Extend returns, so Until becomes the
+// earlier of its previous value and what the new ttl gives as soon as they
+// go out, and moves later only on success: it is never later than what a
 // quorum of nodes may still hold. A handle's Extends and its Unlock reach
 // the nodes in the order the handle applies them: one waits for the other.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
@@ -149,15 +150,17 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrLockLost
 	}
 	start := c.cfg.clock.Now()
+	until := start.Add(ttl - c.driftOf(ttl))
+	// A PEXPIRE may land any time once sent, whatever this call returns: a
+	// shorter end counts from now on, and stays unless a quorum confirms.
+	l.mu.Lock()
+	if until.Before(l.until) {
+		l.setUntilLocked(until)
+	}
+	l.mu.Unlock()
 	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
-	until := start.Add(ttl - c.driftOf(ttl))
 	if ctxErr != nil && oks < c.quorum {
-		l.mu.Lock()
-		if until.Before(l.until) {
-			l.setUntilLocked(until)
-		}
-		l.mu.Unlock()
 		return ctxErr
 	}
 	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {

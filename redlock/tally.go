@@ -136,3 +136,13 @@ func (t *tally) anyWaiting(nodes []int) bool {
 	}
 	return false
 }
+
+// failure is what a failed attempt saw, for its waiter.
+type failure struct {
+	holderTTL time.Duration // how long the holder's key has left; 0 when unknown
+	granted   int           // nodes that granted this attempt (and were released by it)
+}
+
+func (t *tally) failure() failure {
+	return failure{holderTTL: t.holderTTL(), granted: t.counts().granted}
+}

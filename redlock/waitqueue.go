@@ -42,6 +42,7 @@ type keyQueue struct {
 	nsubbed   int                  // how many are true in subbed
 	heard     []bool               // nodes that announced a release since the last attempt began
 	nheard    int                  // how many are true in heard
+	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
 	grants    map[string][]bool    // per value, nodes that announced a grant of it and not yet its release
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	presented time.Time            // when a head last announced itself (see present)
@@ -188,11 +189,14 @@ func (w *waitQueues) waiting(key string) bool {
 }
 
 // tried records an attempt that took d; refused says another value held the
-// key on some node (a sign that other processes use it).
-func (w *waitQueues) tried(q *keyQueue, d time.Duration, refused bool) {
+// key on some node (a sign that other processes use it); granted is how
+// many nodes granted it before it stepped back: free of holders then, they
+// count toward the wake-up as if they had announced a release.
+func (w *waitQueues) tried(q *keyQueue, d time.Duration, refused bool, granted int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q.attempt = d
+	q.free = granted
 	if refused {
 		q.shared, q.refused = time.Now(), d
 	}
@@ -238,6 +242,7 @@ func (w *waitQueues) rearm(q *keyQueue) {
 	w.mu.Lock()
 	clear(q.heard)
 	q.nheard = 0
+	q.free = 0
 	w.mu.Unlock()
 	select {
 	case <-q.released:
@@ -408,7 +413,9 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		q.heard[node] = true
 		q.nheard++
 	}
-	if q.nheard >= w.enough(q) {
+	// A node that dies after it confirmed the subscription still counts in
+	// enough; the nodes that granted the head's last attempt are free too.
+	if q.nheard >= w.enough(q) || q.nheard+q.free >= w.c.quorum {
 		q.signal()
 	}
 }

@@ -1,0 +1,116 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// Close concurrent with every kind of call: no panic, no race, Close within
+// its bound, every call returns soon after, and no grant is left behind but
+// the holds that were handed out (which Close leaves to their TTL).
+func TestAttackCloseDuringCalls(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			r := newRig(t, 3)
+			nt := roomyNodeTimeout(measureRTT(t, r.clients))
+			c := r.client(t, redlock.WithNodeTimeout(nt))
+			ctx := t.Context()
+			ttl := time.Minute
+
+			var (
+				mu      sync.Mutex // protects handed
+				handed  = map[string]bool{}
+				wg      sync.WaitGroup
+				started = make(chan struct{}, 64)
+			)
+			keep := func(l *redlock.Lock) {
+				mu.Lock()
+				handed[l.Value()] = true
+				mu.Unlock()
+			}
+			for g := range 12 {
+				key := fmt.Sprintf("close:%d", g%4)
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case started <- struct{}{}:
+						default:
+						}
+						var (
+							l   *redlock.Lock
+							err error
+						)
+						switch (g + i) % 3 {
+						case 0:
+							l, err = c.TryLock(ctx, key, ttl)
+						case 1:
+							lctx, cancel := context.WithTimeout(ctx, 20*nt)
+							l, err = c.Lock(lctx, key, ttl, redlock.AutoExtend())
+							cancel()
+						default:
+							err = c.Do(ctx, key, ttl, func(ctx context.Context, l *redlock.Lock) error {
+								keep(l)
+								return l.Extend(ctx, ttl)
+							})
+						}
+						if l != nil {
+							keep(l)
+							_ = l.Done()
+							_ = l.Extend(ctx, ttl)
+							_ = l.Unlock(ctx)
+						}
+						if err != nil && !errors.Is(err, redlock.ErrNotAcquired) && !errors.Is(err, redlock.ErrLockLost) {
+							var ne *redlock.NodeError
+							if !errors.As(err, &ne) {
+								t.Errorf("call: %v", err)
+							}
+						}
+						if err != nil && l == nil && errors.Is(err, redlock.ErrNotAcquired) && isClosedErr(err) {
+							return
+						}
+					}
+				})
+			}
+			for range 12 {
+				<-started
+			}
+			start := time.Now()
+			_ = c.Close()
+			closeTook := time.Since(start)
+			if closeTook > 3*nt {
+				t.Errorf("Close took %v, node timeout %v", closeTook, nt)
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(100 * nt):
+				t.Fatalf("calls still running %v after Close", 100*nt)
+			}
+			for i, rc := range r.clients {
+				for g := range 4 {
+					key := fmt.Sprintf("close:%d", g)
+					v := rc.Get(ctx, key).Val()
+					mu.Lock()
+					ok := v == "" || handed[v]
+					mu.Unlock()
+					if !ok {
+						t.Errorf("node %d: key %s holds %q, a grant of no hold handed out", i, key, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// isClosedErr reports whether err says the client was closed.
+func isClosedErr(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "client closed")
+}

@@ -95,8 +95,12 @@ func starvationText(s Starvation) string {
 	if s.WaitMs == 0 {
 		return "starvation: ok, no client waited for a key while others got it\n"
 	}
-	wait := fmt.Sprintf("worst wait %s by %s for %q while others got it %d times",
-		msText(s.WaitMs), s.Client, s.Key, s.Others)
+	times := fmt.Sprintf("%d times", s.Others)
+	if s.Others == 1 {
+		times = "once"
+	}
+	wait := fmt.Sprintf("worst wait %s by %s for %q while others got it %s",
+		msText(s.WaitMs), s.Client, s.Key, times)
 	switch {
 	case !s.OK:
 		return fmt.Sprintf("starvation: VIOLATED, %s (threshold %s)\n", wait, msText(s.ThresholdMs))

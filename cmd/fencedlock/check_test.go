@@ -24,6 +24,7 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{recorded("client-pause.jsonl")}, 0, "verdict: OK (26 expected violations"},
 		{[]string{"--strict", recorded("client-pause.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
 		{[]string{"--stall-threshold", "1ms", recorded("amnesia.jsonl")}, 1, "liveness: VIOLATED"},
+		{[]string{"--starvation-threshold", "100ms", recorded("amnesia.jsonl")}, 1, "starvation: VIOLATED"},
 		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{recorded("amnesia.jsonl"), recorded("amnesia.jsonl")},
 		{"--nodes", "-1", recorded("amnesia.jsonl")},
 		{"--stall-threshold", "-1s", recorded("amnesia.jsonl")},
+		{"--starvation-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--bogus", recorded("amnesia.jsonl")},
 		{filepath.Join(t.TempDir(), "missing.jsonl")},
 	} {
@@ -123,7 +125,7 @@ func TestCheckRoundTrip(t *testing.T) {
 	want, got := readReport(t, chaosJSON), readReport(t, checkJSON)
 	for _, k := range []string{"nodes", "acquisitions", "acquire_failures", "faults", "violations", "expected_violations",
 		"violations_by_fault", "stale_writes_rejected", "writes_accepted", "store_correct", "store_checked",
-		"verdict", "reason", "liveness_ok", "longest_stall_ms", "stall_threshold_ms", "acquire_latency_ms"} {
+		"verdict", "reason", "liveness_ok", "longest_stall_ms", "stall_threshold_ms", "starvation", "acquire_latency_ms"} {
 		if !reflect.DeepEqual(got[k], want[k]) {
 			t.Errorf("%s: check says %v, the chaos run %v", k, got[k], want[k])
 		}

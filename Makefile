@@ -2,6 +2,8 @@
 #   make demo   a chaos run (the hunt profile) on locally started Redis nodes
 #   make test   vet, staticcheck and the race-enabled tests on real Redis nodes (and, when
 #               `docker info` works, on containers too)
+# and, slower:
+#   make mutants  the mutation campaign: the hunt profile against each planted bug
 # and, with Docker:
 #   make image          build the Redis image from this machine's redis-server (no registry)
 #   make compose-check  docker-compose.yml up, the quick start and `fencedlock status` against it, down
@@ -22,7 +24,7 @@ export FENCEDLOCK_REDIS_IMAGE
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 COMPOSE_NODES := 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 
-.PHONY: demo test deps vet build bench image compose-check
+.PHONY: demo test deps vet build bench image compose-check mutants
 
 deps:
 	bash scripts/deps.sh
@@ -45,6 +47,13 @@ test: deps vet
 	fi
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 5m ./...
+
+# The mutation campaign (internal/mutants): for each planted protocol bug, a
+# copy of the module with the bug, its CLI, and `fencedlock chaos --faults
+# hunt --stop-on-violation` for at most 60 s; prints killed (with the first
+# violation) or survived, and the score. Exit 1 below 90% killed.
+mutants: deps
+	$(GO) run ./internal/mutants/cmd/mutants -faults hunt -duration 60s
 
 build:
 	$(GO) build -o bin/fencedlock ./cmd/fencedlock

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
@@ -33,12 +34,34 @@ type Config struct {
 	// Strict counts every violation as unexpected, even under faults that
 	// break an assumption of the lock (history.DefaultExpected otherwise).
 	Strict bool
+	// StopOnViolation ends the run early, ten TTLs after the first safety
+	// violation that no fault explains (the history is checked as it grows;
+	// the wait lets the faults in progress end and be recorded, since one of
+	// them may explain it); the run is then checked and reported as usual,
+	// up to that point. Default false: the run lasts Duration.
+	StopOnViolation bool
 	// Progress, if set, gets a live progress line every second.
 	Progress io.Writer
 	// Profile selects the fault schedule and the workload: "" is a random
 	// schedule drawn from Faults and the plain workload; ProfileHunt is the
 	// hunt (see ProfileHunt).
 	Profile string
+	// ClientProcs runs each workload client as an OS process of its own,
+	// started by running this program's executable again, which must call
+	// ClientMain first thing (the fencedlock CLI does). The processes run on
+	// this machine and talk to the nodes' loopback addresses on either
+	// backend. client-pause is then a real SIGSTOP of the process in its
+	// critical section, and a process that dies leaves the ops it had in
+	// flight failed in the history. Default false: the clients are
+	// goroutines, which is faster.
+	ClientProcs bool
+
+	// For tests, called from the goroutine that reads the client process:
+	// onProcOp with each op it reports (invoked, then completed), on Run's
+	// history clock; onProcStop once it is stopped (client-pause), with its
+	// hold's validity end and the time, on that clock.
+	onProcOp   func(client, pid int, op history.Op)
+	onProcStop func(client, pid int, validUntil, now time.Duration)
 }
 
 // ProfileHunt is the profile that builds, on purpose, the states where lock
@@ -148,6 +171,11 @@ func (c Config) hunt() bool { return c.Profile == ProfileHunt }
 // canHunt refuses, before anything starts, a hunt whose clock jumps this
 // machine cannot fake.
 func (c Config) canHunt() error {
+	if c.hunt() && c.ClientProcs {
+		// The hunt drops heals on the clients' own node connections (see
+		// healLoss), which a client process would have to do itself.
+		return fmt.Errorf("%w: the hunt profile does not run with client processes yet", ErrConfig)
+	}
 	if !c.hunt() || !c.has(fault.ClockSkew) || c.Backend != "process" {
 		return nil
 	}

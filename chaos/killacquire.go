@@ -12,30 +12,57 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
-// killDuringAcquire kills a node at the moment one of client c's acquire
-// scripts is about to reach it — the acquisition is in flight on the other
-// nodes — and starts it again (with its data) a while later. One node at a
-// time; the node plan leaves room for it in the minority. Each fault, and
-// each kill or start that failed, goes to faults.
-func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan backend.Plan, c *client, faults *faultLog) {
-	type kill struct {
-		at  time.Time
-		err error
-	}
-	start := time.Now()
-	armed := make([]atomic.Bool, cfg.Nodes)
-	fired := make(chan kill, 1)
+// kill is a node kill that an acquire triggered: when, and how it went.
+type kill struct {
+	at  time.Time
+	err error
+}
+
+// acquireTrigger kills a node at the moment one of a client's acquire
+// scripts is about to reach it, once armed for that node.
+type acquireTrigger interface {
+	arm(node int)
+	// disarm reports whether node was still armed; if not, the kill is
+	// under way, and fired will deliver it.
+	disarm(node int) bool
+	fired() <-chan kill // one kill per arm that fired
+}
+
+// hookTrigger is an acquireTrigger on the node connections of an
+// in-process client: a go-redis hook that kills the node before the script
+// is sent on.
+type hookTrigger struct {
+	armed []atomic.Bool
+	kills chan kill
+}
+
+func newHookTrigger(b backend.Backend, c *client) *hookTrigger {
+	t := &hookTrigger{armed: make([]atomic.Bool, len(c.rdbs)), kills: make(chan kill, 1)}
 	for i, rdb := range c.rdbs {
 		rdb.AddHook(backend.NewTrigger(
-			func(cmd redis.Cmder) bool { return armed[i].Load() && backend.IsScript(cmd) },
+			func(cmd redis.Cmder) bool { return t.armed[i].Load() && backend.IsScript(cmd) },
 			func(ctx context.Context, _ redis.Cmder) {
-				if armed[i].CompareAndSwap(true, false) {
-					t := time.Now()
-					fired <- kill{t, b.Kill(context.WithoutCancel(ctx), i)}
+				if t.armed[i].CompareAndSwap(true, false) {
+					at := time.Now()
+					t.kills <- kill{at, b.Kill(context.WithoutCancel(ctx), i)}
 				}
 			},
 			backend.Times(1<<30)))
 	}
+	return t
+}
+
+func (t *hookTrigger) arm(node int)         { t.armed[node].Store(true) }
+func (t *hookTrigger) disarm(node int) bool { return t.armed[node].CompareAndSwap(true, false) }
+func (t *hookTrigger) fired() <-chan kill   { return t.kills }
+
+// killDuringAcquire kills a node at the moment one of a client's acquire
+// scripts is about to reach it, through trig — the acquisition is in flight
+// on the other nodes — and starts it again (with its data) a while later.
+// One node at a time; the node plan leaves room for it in the minority. Each
+// fault, and each kill or start that failed, goes to faults.
+func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan backend.Plan, trig acquireTrigger, faults *faultLog) {
+	start := time.Now()
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x4b111))
 	for ctx.Err() == nil {
 		sleepReal(ctx, cfg.TTL/2+time.Duration(r.Int64N(int64(cfg.TTL))))
@@ -45,17 +72,15 @@ func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan 
 		if !ok {
 			continue
 		}
-		armed[node].Store(true)
+		trig.arm(node)
 		var k kill
 		select {
-		case k = <-fired:
+		case k = <-trig.fired():
 		case <-ctx.Done():
-			armed[node].Store(false)
-			select { // it may have fired just now
-			case k = <-fired:
-			default:
+			if trig.disarm(node) {
 				return
 			}
+			k = <-trig.fired() // it fired just now
 		}
 		if k.err != nil {
 			faults.record(fault.KillDuringAcquire, node, k.at, time.Now(), k.err)

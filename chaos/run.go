@@ -36,6 +36,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	if err != nil {
 		return report.Run{}, err
 	}
+	if os.Getenv(ClientProcEnv) != "" {
+		// A program that does not call ClientMain would start runs of its own.
+		return report.Run{}, fmt.Errorf("chaos: this is a client process (%s is set): the program must call chaos.ClientMain first", ClientProcEnv)
+	}
 	if err := cfg.canHunt(); err != nil {
 		return report.Run{}, err
 	}
@@ -55,24 +59,62 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	defer storeRDB.Close()
 	store := fencing.NewRedis(storeRDB)
 
-	rec := history.NewRecorder(clock.Real(), cfg.Nodes)
-	clients, err := startClients(cfg, backend.Addrs(b), rec, store)
-	if err != nil {
-		return report.Run{}, err
-	}
-	defer func() {
-		for _, c := range clients {
-			c.close()
-		}
-	}()
-
 	plan, err := nodePlan(cfg)
 	if err != nil {
 		return report.Run{}, err
 	}
 
+	rec := history.NewRecorder(clock.Real(), cfg.Nodes)
+	var (
+		clients []*client
+		procs   *procSet
+		arm     func(fault.Kind, int)
+		trig    acquireTrigger
+		stats   = rec.Stats
+	)
+	if cfg.ClientProcs {
+		if procs, err = startProcs(ctx, cfg, b, storeProc.Addr(), rec); err != nil {
+			return report.Run{}, err
+		}
+		defer procs.kill()
+		arm, stats = procs.arm, procs.stats
+		if procs.trig != nil {
+			trig = procs.trig
+		}
+	} else {
+		if clients, err = startClients(cfg, backend.Addrs(b), rec, store); err != nil {
+			return report.Run{}, err
+		}
+		defer func() {
+			for _, c := range clients {
+				c.close()
+			}
+		}()
+		arm = func(kind fault.Kind, i int) {
+			switch kind {
+			case fault.ClientPause:
+				clients[i].pauseNext.Store(true)
+			case fault.ClientClockSkew:
+				clients[i].skewNext.Store(true)
+			case fault.LateWrite:
+				clients[i].lateNext.Store(true)
+			}
+		}
+		if cfg.has(fault.KillDuringAcquire) {
+			trig = newHookTrigger(b, clients[0])
+		}
+	}
+
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	var opts history.CheckOptions
+	if cfg.Strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
+	if procs != nil {
+		procs.runCtx = runCtx
+		procs.begin()
+	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
 	heals := newHealLoss(cfg, plan, rec)
 	for _, c := range clients {
@@ -89,12 +131,18 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	for _, c := range clients {
 		wg.Go(func() { c.loop(runCtx) })
 	}
-	wg.Go(func() { clientFaults(runCtx, cfg, clients) })
-	if cfg.has(fault.KillDuringAcquire) {
-		wg.Go(func() { killDuringAcquire(runCtx, cfg, b, plan, clients[0], faults) })
+	if procs != nil {
+		wg.Go(procs.wait)
+	}
+	wg.Go(func() { clientFaults(runCtx, cfg, arm) })
+	if trig != nil {
+		wg.Go(func() { killDuringAcquire(runCtx, cfg, b, plan, trig, faults) })
 	}
 	if cfg.Progress != nil {
-		wg.Go(func() { progress(runCtx, cfg, rec) })
+		wg.Go(func() { progress(runCtx, cfg, stats) })
+	}
+	if cfg.StopOnViolation {
+		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts, 10*cfg.TTL) })
 	}
 	wg.Wait()
 	heals.record()
@@ -115,13 +163,13 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	}
 
 	h := rec.History()
-	var opts history.CheckOptions
-	if cfg.Strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
+	var procReport []report.ClientProc
+	if procs != nil {
+		h, procReport = procs.merge(h), procs.report()
 	}
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
-		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts),
+		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts), ClientProcs: procReport,
 	}
 	return run, faults.err()
 }
@@ -234,8 +282,8 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 }
 
 // clientFaults arms client pauses, clock-skew episodes and late writes at
-// seeded times. (The hunt's workload writes late by itself.)
-func clientFaults(ctx context.Context, cfg Config, clients []*client) {
+// seeded times, through arm. (The hunt's workload writes late by itself.)
+func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
 	var kinds []fault.Kind
 	for _, k := range []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.LateWrite} {
 		if cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
@@ -251,26 +299,54 @@ func clientFaults(ctx context.Context, cfg Config, clients []*client) {
 		if ctx.Err() != nil {
 			return
 		}
-		switch kinds[r.IntN(len(kinds))] {
-		case fault.ClientPause:
-			clients[r.IntN(len(clients))].pauseNext.Store(true)
+		switch k := kinds[r.IntN(len(kinds))]; k {
 		case fault.ClientClockSkew:
-			clients[0].skewNext.Store(true) // client 0 has the slow clock
-		case fault.LateWrite:
-			clients[r.IntN(len(clients))].lateNext.Store(true)
+			arm(k, 0) // client 0 has the slow clock
+		default:
+			arm(k, r.IntN(cfg.Clients))
 		}
 	}
 }
 
-func progress(ctx context.Context, cfg Config, rec *history.Recorder) {
+// stopOnViolation checks the history as it grows and calls stop once a
+// safety violation that no fault explains has stood for margin. A fault is
+// recorded only when it ends, so a violation that looks unexplained may yet
+// be blamed on a fault still in progress: margin must outlast the faults.
+// Safety violations stay violations as the history grows, so the final
+// check finds it again. Lost writes need the final store and liveness the
+// whole run: those wait for the final check.
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions, margin time.Duration) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		h := rec.History()
+		for _, v := range history.Check(h, opts).Violations {
+			switch v.Property {
+			case history.LostWrites, history.LivenessStall, history.LivenessStarvation:
+				continue
+			}
+			if !v.Expected && v.End < h.End-margin {
+				stop()
+				return
+			}
+		}
+	}
+}
+
+func progress(ctx context.Context, cfg Config, stats func() history.Stats) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			fmt.Fprintf(cfg.Progress, "\r%s   ", report.Progress(rec.Stats(), 0))
+			fmt.Fprintf(cfg.Progress, "\r%s   ", report.Progress(stats(), 0))
 		case <-ctx.Done():
-			fmt.Fprintf(cfg.Progress, "\r%s   \n", report.Progress(rec.Stats(), 0))
+			fmt.Fprintf(cfg.Progress, "\r%s   \n", report.Progress(stats(), 0))
 			return
 		}
 	}

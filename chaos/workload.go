@@ -61,11 +61,17 @@ type client struct {
 	skewNext  atomic.Bool // client-clock-skew: work to the validity on the next hold
 	lateNext  atomic.Bool // late-write: write again once the hold is over
 	writes    int
+
+	// pause stops the client past the validity of l, in its critical section,
+	// and records the fault: sleepPastValidity, unless the client runs in a
+	// process of its own (procchild.go).
+	pause func(ctx context.Context, l *redlock.Lock)
 }
 
 func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *history.Recorder, store *fencing.Redis) (*client, error) {
 	c := &client{id: id, cfg: cfg, clk: clk, rec: rec, store: store,
 		rnd: rand.New(rand.NewPCG(cfg.Seed, uint64(id)))}
+	c.pause = c.sleepPastValidity
 	nodes := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
 		rdb := redis.NewClient(&redis.Options{
@@ -120,10 +126,7 @@ func (c *client) once(ctx context.Context) {
 
 	switch {
 	case c.pauseNext.CompareAndSwap(true, false):
-		// A GC pause: stop well past the validity, then write as if nothing happened.
-		start := time.Now()
-		sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
-		c.rec.FaultAt(fault.ClientPause, c.id, start, time.Now(), nil)
+		c.pause(ctx, l)
 	case c.skewNext.CompareAndSwap(true, false):
 		// Work right up to the validity, as this client's (slow) clock tells it.
 		start := time.Now()
@@ -185,6 +188,14 @@ func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
 	default:
 		r.Fail(err)
 	}
+}
+
+// sleepPastValidity is a GC pause: the client stops well past the validity
+// of l, then writes as if nothing happened.
+func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
+	start := time.Now()
+	sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
+	c.rec.FaultAt(fault.ClientPause, c.id, start, time.Now(), nil)
 }
 
 // lateWrite is a former holder's write, as from one that was paused or cut

@@ -157,7 +157,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 // moment the lock is lost — fn must stop writing then — and Do returns fn's
 // error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
 // writes. If fn panics, Do stops the watchdog and unlocks, and the panic
-// goes on with its own value.
+// goes on with its own value. fn may call l.Unlock itself, to release early:
+// that is no loss, and Do returns fn's error alone.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalid("nil fn")
@@ -176,8 +177,11 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	go func() {
 		select {
 		case <-l.Done():
-			cancel()
-			watched <- true
+			lost := l.endedLost() // not when fn called Unlock itself
+			if lost {
+				cancel()
+			}
+			watched <- lost
 		case <-stop:
 			watched <- false
 		}
@@ -185,6 +189,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	unlock := func() (lost bool, err error) {
 		close(stop)
 		lost = <-watched
+		if l.unlockCalled() { // by fn: nothing left to release
+			return lost, nil
+		}
 		return lost, l.Unlock(context.WithoutCancel(ctx)) // also stops the watchdog
 	}
 	returned := false

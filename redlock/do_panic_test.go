@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,25 @@ func TestDoReleasesTheLockWhenFnPanics(t *testing.T) {
 	// No goroutine of the Do (its watcher, the watchdog, the expiry monitor)
 	// is left, before Close would stop them.
 	goleak.VerifyNone(t, before)
+}
+
+// fn may release early with l.Unlock: Do returns fn's own result, not
+// ErrLockLost, and the key is free at once.
+func TestDoWhenFnUnlocksItself(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t)
+	other := r.client(t)
+	err := c.Do(t.Context(), "early", time.Minute, func(ctx context.Context, l *redlock.Lock) error {
+		if err := l.Unlock(ctx); err != nil {
+			return err
+		}
+		l2, err := other.TryLock(context.WithoutCancel(ctx), "early", time.Minute)
+		if err != nil {
+			return fmt.Errorf("the key is not free after fn's Unlock: %w", err)
+		}
+		return l2.Unlock(context.WithoutCancel(ctx))
+	})
+	if err != nil {
+		t.Fatalf("Do: %v, want nil", err)
+	}
 }

@@ -25,6 +25,7 @@ type Lock struct {
 	mu       sync.Mutex // protects the fields below
 	until    time.Time
 	ended    bool          // done is closed
+	lost     bool          // the hold ended other than by Unlock
 	unlocked bool          // Unlock was called
 	expiry   clock.Timer   // fires at until, once Done() was asked for
 	watch    chan struct{} // closed to stop the watchdog; nil when none
@@ -97,6 +98,20 @@ func (l *Lock) watchExpiry() {
 	}
 }
 
+// unlockCalled reports whether Unlock was called.
+func (l *Lock) unlockCalled() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unlocked
+}
+
+// endedLost reports whether the hold ended other than by Unlock.
+func (l *Lock) endedLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
 // end closes done once; lost says whether the hold ended other than by Unlock.
 func (l *Lock) end(lost bool) {
 	l.mu.Lock()
@@ -104,7 +119,7 @@ func (l *Lock) end(lost bool) {
 		l.mu.Unlock()
 		return
 	}
-	l.ended = true
+	l.ended, l.lost = true, lost
 	close(l.done)
 	if l.expiry != nil {
 		l.expiry.Stop()

@@ -24,10 +24,11 @@ type Recorder struct {
 	start time.Time
 	nodes int
 
-	mu    sync.Mutex // protects ops, final, stats
+	mu    sync.Mutex // protects ops, final, stats, watch
 	ops   []Op
 	final map[string][]string
 	stats Stats
+	watch func(Op)
 }
 
 // Stats are running counts, cheap to read while the run goes on.
@@ -59,6 +60,7 @@ func (r *Recorder) begin(op Op) int {
 	op.ID = len(r.ops) + 1
 	op.Invoke = r.Now()
 	r.ops = append(r.ops, op)
+	r.notify(op)
 	return op.ID
 }
 
@@ -76,6 +78,7 @@ func (r *Recorder) complete(id int, outcome Outcome, set func(*Op)) Op {
 	if set != nil {
 		set(op)
 	}
+	r.notify(*op)
 	return *op
 }
 
@@ -261,6 +264,25 @@ func (r *Recorder) FaultAt(kind fault.Kind, target int, start, end time.Time, er
 	r.stats.Faults++
 	op.ID = len(r.ops) + 1
 	r.ops = append(r.ops, op)
+	r.notify(op)
+}
+
+// Watch makes r call f with every op as it is recorded: once when it is
+// invoked (Outcome Pending) and once more when it completes (a fault that
+// FaultAt records: once, complete). f is called under r's lock,
+// in the order the stamps were made, so it sees an op's invocation before
+// its completion; it must not call r. A nil f stops the calls.
+func (r *Recorder) Watch(f func(Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watch = f
+}
+
+// notify passes op to the watcher, if any; r.mu is held.
+func (r *Recorder) notify(op Op) {
+	if r.watch != nil {
+		r.watch(op)
+	}
 }
 
 // FinalStore records the store's contents for resource at the end of the

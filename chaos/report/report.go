@@ -29,6 +29,9 @@ type Run struct {
 	// Result is history.Check(History, ...); the zero Result means
 	// Check(History, CheckOptions{}).
 	Result history.Result
+	// ClientProcs lists the client processes, when the clients ran as
+	// processes of their own; nil when they ran inside the harness.
+	ClientProcs []ClientProc
 }
 
 // checked returns run with its Result filled in.
@@ -70,6 +73,8 @@ type Report struct {
 	// FailedFaults lists the faults that could not be injected or undone;
 	// they are not counted in Faults, and make the verdict unknown.
 	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
+	// ClientProcs lists the client processes, if the clients ran as such.
+	ClientProcs []ClientProc `json:"client_procs,omitempty"`
 }
 
 // Starvation is the worst wait of one client for a key that other clients
@@ -143,6 +148,7 @@ func New(run Run) Report {
 		LivenessOK:          res.Liveness.OK,
 		QuorumLostMs:        ms(res.Liveness.QuorumLost),
 		Starvation:          starvation(run.History, res.Starvation),
+		ClientProcs:         run.ClientProcs,
 	}
 	if r.ViolationsByFault == nil {
 		r.ViolationsByFault = map[fault.Kind]history.Counts{}

@@ -38,6 +38,9 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  ! FAILED %s on %s at %s: %s\n", f.Kind, f.Target, msText(f.StartMs), f.Error)
 	}
+	if len(r.ClientProcs) > 0 {
+		procsText(&b, r.ClientProcs)
+	}
 	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations))
 	store := "correct"
 	if !r.StoreCorrect {
@@ -108,6 +111,31 @@ func starvationText(s Starvation) string {
 		return fmt.Sprintf("starvation: not judged (no validity ends to derive a threshold from), %s\n", wait)
 	}
 	return fmt.Sprintf("starvation: ok, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
+}
+
+// procsText lists the client processes, how they ended, and their stops.
+func procsText(b *strings.Builder, procs []ClientProc) {
+	ended := map[string]int{}
+	var pids []string
+	for _, p := range procs {
+		ended[p.Exit]++
+		pids = append(pids, fmt.Sprint(p.PID))
+	}
+	var exits []string
+	for _, e := range slices.Sorted(maps.Keys(ended)) {
+		exits = append(exits, fmt.Sprintf("%d %s", ended[e], e))
+	}
+	fmt.Fprintf(b, "client processes: pids %s; ended: %s\n", strings.Join(pids, " "), strings.Join(exits, ", "))
+	for _, p := range procs {
+		for _, s := range p.Stops {
+			cut := ""
+			if s.AtMs+s.ForMs < s.ValidUntilMs {
+				cut = " (cut short by the end of the run)"
+			}
+			fmt.Fprintf(b, "  SIGSTOP client %d (pid %d) at %s for %s, token %d, valid until %s%s\n",
+				p.Client, p.PID, msText(s.AtMs), msText(s.ForMs), s.Token, msText(s.ValidUntilMs), cut)
+		}
+	}
 }
 
 func faultsText(faults map[fault.Kind]int) string {

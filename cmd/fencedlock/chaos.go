@@ -21,11 +21,21 @@ const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
+                   [--client-procs] [--stop-on-violation]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
 schedule; then checks the history for mutual exclusion, fencing order,
 duplicate tokens, stale writes accepted, lost writes and liveness.
+
+The clients are goroutines of this process, unless --client-procs: then each
+is a process of its own (this binary, started again), on this machine, that
+talks to the nodes' loopback ports on either backend and reports its
+operations to this process over a pipe. client-pause is then a real SIGSTOP
+of the client process between its acquire and its write, held past its
+validity, then SIGCONT; the report lists each stop (pid, time, token). A
+client process that dies leaves the operations it had in flight failed
+(outcome unknown) in the history.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
@@ -72,6 +82,10 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	historyPath := fs.String("history", "", "write the run's history to `FILE`, as JSON Lines ('fencedlock check' reads it)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "count every violation, even under faults that break the lock's assumptions")
+	fs.BoolVar(&cfg.ClientProcs, "client-procs", false,
+		"run each client as an OS process of its own (slower; client-pause is a real SIGSTOP)")
+	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
+		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -114,12 +128,16 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	clients := "clients"
+	if cfg.ClientProcs {
+		clients = "client processes"
+	}
 	profile := fault.Join(cfg.Faults)
 	if cfg.Profile != "" {
 		profile = cfg.Profile + " (" + profile + ")"
 	}
-	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d clients, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, cfg.Clients, cfg.Duration, profile, cfg.Seed)
+	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d %s, %v, faults %s, seed %d\n",
+		cfg.Nodes, cfg.Backend, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed)
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):

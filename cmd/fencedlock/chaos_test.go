@@ -81,3 +81,42 @@ func TestChaosExitStatuses(t *testing.T) {
 		}
 	})
 }
+
+// --client-procs runs the clients as processes of this binary: the summary
+// and the JSON report list them, and each client-pause as a SIGSTOP.
+func TestChaosClientProcs(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	r := call(t.Context(), append([]string{"chaos", "--client-procs", "--nodes", "3", "--clients", "2",
+		"--faults", "client-pause", "--seed", "3", "--quiet", "--json", jsonPath}, chaosFlags(t)...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"2 client processes", "client processes: pids ", "ended: 2 exit status 0", "SIGSTOP client "} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("no %q in the output:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		ClientProcs []struct {
+			PID   int              `json:"pid"`
+			Stops []map[string]any `json:"stops"`
+		} `json:"client_procs"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	stops := 0
+	for _, p := range rep.ClientProcs {
+		if p.PID <= 0 || p.PID == os.Getpid() {
+			t.Errorf("client process pid %d", p.PID)
+		}
+		stops += len(p.Stops)
+	}
+	if len(rep.ClientProcs) != 2 || stops == 0 {
+		t.Errorf("JSON report: %d client processes, %d stops; want 2, and stops", len(rep.ClientProcs), stops)
+	}
+}

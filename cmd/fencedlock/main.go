@@ -25,6 +25,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/chaos"
 )
 
 // Exit statuses shared by the commands; `run` otherwise exits with the
@@ -64,7 +66,10 @@ func main() {
 	if isSupervisor() { // `run` starts this binary again as COMMAND's supervisor
 		os.Exit(supervisorMain())
 	}
-	redis.SetLogger(quietLogger{}) // node failures are reported by the commands themselves
+	redis.SetLogger(quietLogger{})            // node failures are reported by the commands themselves
+	if status, ok := chaos.ClientMain(); ok { // `chaos --client-procs` starts this binary again as its clients
+		os.Exit(status)
+	}
 	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

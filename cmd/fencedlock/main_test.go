@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/fencedlock/fencedlock/chaos"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
@@ -32,7 +33,10 @@ func TestMain(m *testing.M) {
 	if isSupervisor() { // realMain's runs start the test binary as their supervisor
 		syscall.Exit(supervisorMain())
 	}
-	redis.SetLogger(quietLogger{}) // dial failures to killed nodes are expected here
+	redis.SetLogger(quietLogger{})            // dial failures to killed nodes are expected here
+	if status, ok := chaos.ClientMain(); ok { // chaos runs with --client-procs start the test binary as their clients
+		syscall.Exit(status)
+	}
 	goleak.VerifyTestMain(m)
 }
 

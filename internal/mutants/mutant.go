@@ -1,0 +1,164 @@
+// Package mutants keeps the project's planted protocol bugs and runs the
+// chaos harness against each of them. A mutant is one small, described
+// change to a Lua script or a line of the lock or the fencing guard, kept as
+// data (file, exact old text, new text); it is applied to a temporary copy of
+// the module, never to the module itself. The harness kills a mutant when a
+// chaos run against a CLI built from that copy finds a violation that no
+// injected fault explains. A test checks that every mutant still applies to
+// the current source exactly once, so that a refactor cannot quietly disarm
+// one.
+package mutants
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Mutant is one planted bug: the text Old, which must occur exactly once in
+// File (slash-separated, relative to the module root), becomes New.
+type Mutant struct {
+	Name        string // short and unique, e.g. "quorum-off-by-one"
+	File        string
+	Old, New    string
+	Description string // the bug, in a sentence
+}
+
+// List returns the mutants, in the order a campaign runs them.
+func List() []Mutant {
+	return []Mutant{
+		{
+			Name: "quorum-off-by-one", File: "redlock/client.go",
+			Old:         "quorum:  len(nodes)/2 + 1,",
+			New:         "quorum:  len(nodes) / 2,",
+			Description: "the quorum is N/2 instead of N/2+1: two holders can each reach a 'quorum'",
+		},
+		{
+			Name: "acquire-without-nx", File: "redlock/scripts/acquire.lua",
+			Old:         "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+			New:         "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])",
+			Description: "acquire sets the key without NX: it overwrites another holder's key",
+		},
+		{
+			Name: "grant-reports-old-counter", File: "redlock/scripts/acquire.lua",
+			Old:         "return {1, redis.call('GET', KEYS[2])}",
+			New:         "return {1, c}",
+			Description: "a grant reports the fence counter as it was before its INCR: the previous holder's token again",
+		},
+		{
+			Name: "token-not-max", File: "redlock/fence.go",
+			Old:         "t = max(t, g.counter)",
+			New:         "t = g.counter",
+			Description: "the token is the last grant's counter, not the highest one",
+		},
+		{
+			Name: "no-raise", File: "redlock/fence.go",
+			Old:         "if at >= a.c.quorum {",
+			New:         "if at >= 1 {",
+			Description: "no raise: the highest counter is taken as the token even when fewer than a quorum hold it",
+		},
+		{
+			Name: "raise-without-ownership", File: "redlock/scripts/raise.lua",
+			Old:         "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n  return 0\nend\n",
+			New:         "",
+			Description: "the raise lifts the counter and counts toward the token's quorum without checking that the hold still owns the key",
+		},
+		{
+			Name: "heal-lowers", File: "redlock/scripts/heal.lua",
+			Old:         "if below(redis.call('GET', KEYS[1]) or '0', ARGV[1]) then",
+			New:         "if true then",
+			Description: "the heal sets the counter to the token even when the counter is already higher: it can lower it",
+		},
+		{
+			Name: "release-without-value-check", File: "redlock/scripts/release.lua",
+			Old:         "if redis.call('GET', KEYS[1]) == ARGV[1] then",
+			New:         "if redis.call('EXISTS', KEYS[1]) == 1 then",
+			Description: "unlock (and a failed attempt's step back) deletes the key whoever holds it: a bare DEL",
+		},
+		{
+			Name: "release-without-publish", File: "redlock/scripts/release.lua",
+			Old:         "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n",
+			New:         "",
+			Description: "unlock does not announce the release: waiters in other processes sleep out their backoff",
+		},
+		{
+			Name: "extend-without-value-check", File: "redlock/scripts/extend.lua",
+			Old:         "if redis.call('GET', KEYS[1]) == ARGV[1] then",
+			New:         "if redis.call('EXISTS', KEYS[1]) == 1 then",
+			Description: "extend pushes back the key's expiry whoever holds it: a holder whose hold lapsed extends the next holder's key and carries on",
+		},
+		{
+			Name: "extend-recreates-key", File: "redlock/scripts/extend.lua",
+			Old: "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend",
+			New: "local v = redis.call('GET', KEYS[1])\nif v == ARGV[1] or not v then\n" +
+				"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n  return 1\nend",
+			Description: "extend re-creates a key that vanished (expired, or lost by its node) instead of failing",
+		},
+		{
+			Name: "validity-without-elapsed", File: "redlock/attempt.go",
+			Old:         "until := a.start.Add(ttl - c.driftOf(ttl))",
+			New:         "until := c.cfg.clock.Now().Add(ttl - c.driftOf(ttl))",
+			Description: "validity counts from the end of the attempt, not its start: the time the acquire took is not taken off",
+		},
+		{
+			Name: "validity-without-drift", File: "redlock/attempt.go",
+			Old:         "until := a.start.Add(ttl - c.driftOf(ttl))",
+			New:         "until := a.start.Add(ttl)",
+			Description: "validity keeps no allowance for clock drift: it ends when the fastest node's key may already have expired",
+		},
+		{
+			Name: "guard-off-by-one", File: "fencing/scripts/fence.lua",
+			Old:         "if th < hh or (th == hh and tl < hl) then",
+			New:         "if th < hh or (th == hh and tl + 1 < hl) then",
+			Description: "the Redis fencing guard admits a token one below the highest admitted",
+		},
+		{
+			Name: "guard-compares-high-half", File: "fencing/scripts/fence.lua",
+			Old:         "if th < hh or (th == hh and tl < hl) then",
+			New:         "if th < hh then",
+			Description: "the Redis fencing guard compares only the upper ten digits: every token below 10^10 passes",
+		},
+	}
+}
+
+// ErrApply is wrapped by the error of a mutant that does not apply: its old
+// text is missing from its file, or occurs more than once.
+var ErrApply = errors.New("mutants: does not apply")
+
+// Apply applies m to the module rooted at root, in place.
+func (m Mutant) Apply(root string) error {
+	path := filepath.Join(root, filepath.FromSlash(m.File))
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := m.applyTo(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// applyTo returns src with m applied.
+func (m Mutant) applyTo(src []byte) ([]byte, error) {
+	switch n := bytes.Count(src, []byte(m.Old)); {
+	case m.Old == "":
+		return nil, fmt.Errorf("%w: %s: empty old text", ErrApply, m.Name)
+	case n != 1:
+		return nil, fmt.Errorf("%w: %s: %s has its old text %d times (want exactly once): %q",
+			ErrApply, m.Name, m.File, n, m.Old)
+	}
+	return bytes.Replace(src, []byte(m.Old), []byte(m.New), 1), nil
+}
+
+// Find returns the mutant called name.
+func Find(name string) (Mutant, bool) {
+	for _, m := range List() {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mutant{}, false
+}

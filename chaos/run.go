@@ -327,7 +327,7 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.
 		h := rec.History()
 		for _, v := range history.Check(h, opts).Violations {
 			switch v.Property {
-			case history.LostWrites, history.LivenessStall:
+			case history.LostWrites, history.LivenessStall, history.LivenessStarvation:
 				continue
 			}
 			if !v.Expected && v.End < h.End-margin {

@@ -22,14 +22,16 @@ const (
 // Property is a property the checker verifies.
 type Property string
 
-// The properties: five safety properties, and liveness (see Liveness).
+// The properties: five safety properties, and two of liveness (see Liveness
+// and Starvation).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
 	DuplicateTokens     Property = "duplicate_tokens"
 	StaleWritesAccepted Property = "stale_writes_accepted"
 	LostWrites          Property = "lost_writes"
-	LivenessStall       Property = "liveness" // a key free and wanted, with a quorum up, for too long
+	LivenessStall       Property = "liveness"   // a key free and wanted, with a quorum up, for too long
+	LivenessStarvation  Property = "starvation" // a client that waited too long for a key others kept getting
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -43,11 +45,12 @@ type Counts struct {
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	LostWrites          int `json:"lost_writes"`
 	Liveness            int `json:"liveness"`
+	Starvation          int `json:"starvation"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness + c.Starvation
 }
 
 // Get returns the count of p.
@@ -67,13 +70,15 @@ func (c *Counts) field(p Property) *int {
 		return &c.LostWrites
 	case LivenessStall:
 		return &c.Liveness
+	case LivenessStarvation:
+		return &c.Starvation
 	}
 	panic("history: unknown property " + string(p))
 }
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall, LivenessStarvation}
 }
 
 // Violation is one breach of a property.
@@ -115,6 +120,13 @@ type CheckOptions struct {
 	// threshold (stalls measured, not judged) when the history has no
 	// validity ends.
 	StallThreshold time.Duration
+	// StarvationThreshold is the longest a client may wait for a key that
+	// others keep getting (see Starvation); default derived from the
+	// history, per key: the stall threshold plus the key's longest hold, or
+	// ten times the key's mean wait per grant if that is longer, and no
+	// threshold (waits measured, not judged) when the stall threshold is
+	// none.
+	StarvationThreshold time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
 	MinAcquisitions int
@@ -140,6 +152,9 @@ func DefaultExpected() map[Property][]fault.Kind {
 		// A node whose clock runs slow keeps a key past its TTL, a paused
 		// holder keeps it to its end: waiters stall, as the fault explains.
 		LivenessStall: fault.AssumptionBreaking(),
+		// The same faults can leave one waiter behind while others, which
+		// happened to ask the nodes that answered, proceed.
+		LivenessStarvation: fault.AssumptionBreaking(),
 	}
 }
 
@@ -164,9 +179,10 @@ type Result struct {
 	AcquireFailures int
 	Pending         int // client ops that never completed
 
-	Liveness Liveness
-	Spans    []Span      // the holds, for timelines
-	Faults   []FaultSpan // the faults that were injected (and undone)
+	Liveness   Liveness
+	Starvation Starvation
+	Spans      []Span      // the holds, for timelines
+	Faults     []FaultSpan // the faults that were injected (and undone)
 	// FailedFaults are the faults that could not be injected or undone
 	// (FaultSpan.Err): the run was not the one planned, so the verdict is
 	// unknown unless a violation shows anyway. They are blamed like the
@@ -227,6 +243,9 @@ func Check(h History, opts CheckOptions) Result {
 	var stalled []Violation
 	res.Liveness, stalled = liveness(h, all, opts)
 	vs = append(vs, stalled...)
+	var starved []Violation
+	res.Starvation, starved = starvation(h, spans, all, opts)
+	vs = append(vs, starved...)
 	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++

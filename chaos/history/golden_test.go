@@ -286,6 +286,10 @@ func TestRecorded(t *testing.T) {
 			if !res.StoreChecked || !res.StoreCorrect || !res.Liveness.Checked || !res.Liveness.OK {
 				t.Errorf("store checked %v, correct %v; liveness %+v", res.StoreChecked, res.StoreCorrect, res.Liveness)
 			}
+			// Real clients waited for the key while others got it: measured and judged.
+			if s := res.Starvation; !s.Checked || !s.Judged || !s.OK || s.Wait == 0 || s.Others == 0 {
+				t.Errorf("starvation %+v", s)
+			}
 		})
 	}
 }

@@ -68,12 +68,25 @@ type Report struct {
 	StallThresholdMs   float64                       `json:"stall_threshold_ms"`
 	LivenessOK         bool                          `json:"liveness_ok"`
 	QuorumLostMs       float64                       `json:"quorum_lost_ms"`
+	Starvation         Starvation                    `json:"starvation"`
 	Examples           []Example                     `json:"examples,omitempty"`
 	// FailedFaults lists the faults that could not be injected or undone;
 	// they are not counted in Faults, and make the verdict unknown.
 	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
 	// ClientProcs lists the client processes, if the clients ran as such.
 	ClientProcs []ClientProc `json:"client_procs,omitempty"`
+}
+
+// Starvation is the worst wait of one client for a key that other clients
+// kept getting (see history.Starvation).
+type Starvation struct {
+	OK          bool    `json:"ok"`
+	Judged      bool    `json:"judged"`       // a threshold applied (false: no validity ends to derive it from)
+	WaitMs      float64 `json:"wait_ms"`      // 0: no client waited while others got the key
+	ThresholdMs float64 `json:"threshold_ms"` // the threshold of the wait's key; 0 when not judged or no wait
+	Client      string  `json:"client,omitempty"`
+	Key         string  `json:"key,omitempty"`
+	Others      int     `json:"others"` // grants to other clients during the wait
 }
 
 // FailedFault is a fault that could not be injected or undone.
@@ -134,6 +147,7 @@ func New(run Run) Report {
 		StallThresholdMs:    ms(res.Liveness.Threshold),
 		LivenessOK:          res.Liveness.OK,
 		QuorumLostMs:        ms(res.Liveness.QuorumLost),
+		Starvation:          starvation(run.History, res.Starvation),
 		ClientProcs:         run.ClientProcs,
 	}
 	if r.ViolationsByFault == nil {
@@ -168,6 +182,18 @@ func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// starvation returns the report of s.
+func starvation(h history.History, s history.Starvation) Starvation {
+	r := Starvation{OK: s.OK, Judged: s.Judged, WaitMs: ms(s.Wait), Others: s.Others}
+	if s.Judged {
+		r.ThresholdMs = ms(s.Threshold)
+	}
+	if s.Wait > 0 {
+		r.Client, r.Key = h.ClientName(s.Client), s.Key
+	}
+	return r
 }
 
 // latency returns the p50, p99 and max of successful acquires of h.

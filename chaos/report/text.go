@@ -65,6 +65,7 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; no quorum for %s", msText(r.QuorumLostMs))
 	}
 	b.WriteString("\n")
+	b.WriteString(starvationText(r.Starvation))
 	for i, ex := range r.Examples {
 		if i == maxTextExamples {
 			fmt.Fprintf(&b, "  ... %d more examples in the JSON report\n", len(r.Examples)-i)
@@ -89,6 +90,27 @@ func (r Report) WriteText(w io.Writer) error {
 func Progress(s history.Stats, violations int) string {
 	return fmt.Sprintf("t=%.1fs acq=%d fail=%d faults=%d violations=%d",
 		s.Elapsed.Seconds(), s.Acquisitions, s.AcquireFailures, s.Faults, violations)
+}
+
+// starvationText is the line about the worst wait of a client for a key
+// others got.
+func starvationText(s Starvation) string {
+	if s.WaitMs == 0 {
+		return "starvation: ok, no client waited for a key while others got it\n"
+	}
+	times := fmt.Sprintf("%d times", s.Others)
+	if s.Others == 1 {
+		times = "once"
+	}
+	wait := fmt.Sprintf("worst wait %s by %s for %q while others got it %s",
+		msText(s.WaitMs), s.Client, s.Key, times)
+	switch {
+	case !s.OK:
+		return fmt.Sprintf("starvation: VIOLATED, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
+	case !s.Judged:
+		return fmt.Sprintf("starvation: not judged (no validity ends to derive a threshold from), %s\n", wait)
+	}
+	return fmt.Sprintf("starvation: ok, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
 }
 
 // procsText lists the client processes, how they ended, and their stops.

@@ -198,6 +198,9 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 		case history.LivenessStall: // the gap between successes, over every lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.lanesTop,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: t.Height - 4 - fr.lanesTop, Class: "box " + class, Title: v.Detail})
+		case history.LivenessStarvation: // the wait, over the starved client's lane
+			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.laneY(v.Clients[0]),
+				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: laneH, Class: "box " + class, Title: v.Detail})
 		case history.StaleWritesAccepted, history.LostWrites:
 			w := h.Ops[v.Ops[len(v.Ops)-1]-1]
 			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + laneH/2,

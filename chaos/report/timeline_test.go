@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -76,6 +77,36 @@ func TestHTMLEscapes(t *testing.T) {
 }
 
 // busyRun is a clean run with n holds spread over 4 clients.
+// TestHTMLStarvation draws a starved client's wait over its own lane.
+func TestHTMLStarvation(t *testing.T) {
+	w := newWorkload(5)
+	starved := w.rec.Acquire(3, "job")
+	for i := range 40 {
+		w.turn(2 * (i % 2)) // clients 0 and 2, while client 3 waits
+	}
+	starved.Fail(errors.New("not acquired"))
+	w.rec.FinalStore("table", w.store)
+	h := w.rec.History()
+	run := Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
+	if got := run.Result.Found.Starvation; got != 1 {
+		t.Fatalf("%d starved clients, want 1: %+v", got, run.Result.Starvation)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	v := run.Result.Violations[0]
+	box := regexp.MustCompile(`<rect id="v1" class="box bad" x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)"><title>client 3 waited`)
+	m := box.FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatalf("no box for the starvation %q in the page", v.Detail)
+	}
+	fr := frame{lanesTop: axisH + 5*nodeH + sepH} // 5 node rows above the lanes
+	if m[1] != fmt.Sprintf("%.1f", fr.laneY(3)) || m[2] != fmt.Sprintf("%.1f", laneH) {
+		t.Errorf("starvation box at y %s, height %s; want client 3's lane, y %.1f, height %.1f", m[1], m[2], fr.laneY(3), laneH)
+	}
+}
+
 func busyRun(t *testing.T, n int) Run {
 	t.Helper()
 	w := newWorkload(3)

@@ -12,7 +12,7 @@ import (
 )
 
 const checkHeader = `Usage:
-  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--json FILE] [--html FILE] FILE
+  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D] [--json FILE] [--html FILE] FILE
 
 Checks a history of lock operations recorded by any system — one JSON object
 per line (JSON Lines): acquire, extend, release, write and lost operations of
@@ -24,7 +24,7 @@ is in docs/history-format.md.
 
 The checker is the chaos run's: mutual exclusion, fencing order, duplicate
 tokens, stale writes accepted, lost writes (when the final store contents are
-given) and liveness (when the node count is given); the same text summary,
+given), liveness and starvation (when the node count is given); the same text summary,
 JSON report and HTML timeline.
 `
 
@@ -42,6 +42,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	nodes := fs.Int("nodes", 0, "the history has `N` lock nodes: a quorum for liveness (default: its run line's)")
 	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
 	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
+	starved := fs.Duration("starvation-threshold", 0,
+		"a client may wait up to `D` for a key others keep getting (default: derived from the history, per key)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
@@ -54,6 +56,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--nodes must not be negative")
 	case *stall < 0:
 		return cmd.fail(stderr, "--stall-threshold must not be negative")
+	case *starved < 0:
+		return cmd.fail(stderr, "--starvation-threshold must not be negative")
 	}
 	h, err := readHistory(fs.Arg(0))
 	if err != nil {
@@ -63,7 +67,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *nodes > 0 {
 		h.Nodes = *nodes
 	}
-	opts := history.CheckOptions{StallThreshold: *stall}
+	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved}
 	if *strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}

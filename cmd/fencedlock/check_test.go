@@ -24,6 +24,7 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{recorded("client-pause.jsonl")}, 0, "verdict: OK (26 expected violations"},
 		{[]string{"--strict", recorded("client-pause.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
 		{[]string{"--stall-threshold", "1ms", recorded("amnesia.jsonl")}, 1, "liveness: VIOLATED"},
+		{[]string{"--starvation-threshold", "100ms", recorded("amnesia.jsonl")}, 1, "starvation: VIOLATED"},
 		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{recorded("amnesia.jsonl"), recorded("amnesia.jsonl")},
 		{"--nodes", "-1", recorded("amnesia.jsonl")},
 		{"--stall-threshold", "-1s", recorded("amnesia.jsonl")},
+		{"--starvation-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--bogus", recorded("amnesia.jsonl")},
 		{filepath.Join(t.TempDir(), "missing.jsonl")},
 	} {
@@ -113,7 +115,7 @@ func TestCheckRoundTrip(t *testing.T) {
 		chaosFlags(t)...)...)
 	// What is checked here is the round trip: a run whose verdict is
 	// unknown (a loaded machine got few holds done) must round-trip too.
-	if r.code != 0 && r.code != 3 {
+	if r.code != 0 && r.code != 3 && (r.code != 1 || !starvedOnly(t, chaosJSON)) {
 		t.Fatalf("chaos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c := call(t.Context(), "check", "--json", checkJSON, hist)
@@ -123,12 +125,33 @@ func TestCheckRoundTrip(t *testing.T) {
 	want, got := readReport(t, chaosJSON), readReport(t, checkJSON)
 	for _, k := range []string{"nodes", "acquisitions", "acquire_failures", "faults", "violations", "expected_violations",
 		"violations_by_fault", "stale_writes_rejected", "writes_accepted", "store_correct", "store_checked",
-		"verdict", "reason", "liveness_ok", "longest_stall_ms", "stall_threshold_ms", "acquire_latency_ms"} {
+		"verdict", "reason", "liveness_ok", "longest_stall_ms", "stall_threshold_ms", "starvation", "acquire_latency_ms"} {
 		if !reflect.DeepEqual(got[k], want[k]) {
 			t.Errorf("%s: check says %v, the chaos run %v", k, got[k], want[k])
 		}
 	}
 	t.Logf("chaos: %s", strings.SplitN(r.stdout, "\n", 2)[0])
+}
+
+// starvedOnly reports whether the JSON report at path is violated by
+// starvation alone, and logs it. Known and open (the lock's fairness): with
+// short TTLs on a loaded machine one process can take the key back dozens
+// of times in a row while the others' attempts time out.
+func starvedOnly(t *testing.T, path string) bool {
+	t.Helper()
+	rep := readReport(t, path)
+	found, _ := rep["violations"].(map[string]any)
+	expected, _ := rep["expected_violations"].(map[string]any)
+	for p, n := range found {
+		if p != "starvation" && n != expected[p] {
+			return false
+		}
+	}
+	if found["starvation"] == expected["starvation"] {
+		return false
+	}
+	t.Logf("KNOWN, OPEN: starvation: %v", rep["starvation"])
+	return true
 }
 
 func readReport(t *testing.T, path string) map[string]any {

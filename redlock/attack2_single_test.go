@@ -55,9 +55,11 @@ func TestAttack2SingleProcessAsksOncePerHold(t *testing.T) {
 	attempts := float64(sets) / float64(len(r.clients))
 	t.Logf("%d holds, %.0f attempts (%.2f per hold)", holds, attempts, attempts/float64(holds))
 	// Measured: about 1.05 attempts per hold, up to 1.35 when the start's
-	// race leaves refusals that make newcomers courteous (courtesy); 2 when
-	// the nodes' announcements of this process's releases wake the heads.
-	if attempts > 1.5*float64(holds) {
+	// race leaves refusals that make newcomers courteous (courtesy), and
+	// once 1.51 in ten runs under -race on a loaded machine; 2 when the
+	// nodes' announcements of this process's releases wake the heads. The
+	// bound sits between.
+	if attempts > 1.75*float64(holds) {
 		t.Errorf("%.0f attempts for %d holds: heads ask while the key is held", attempts, holds)
 	}
 }

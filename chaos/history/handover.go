@@ -105,35 +105,74 @@ func handover(h History, faults []FaultSpan, o CheckOptions) (Handover, []Violat
 // handoffs returns the handovers of h during which no node was down or
 // slowed, in the order of their releases.
 func handoffs(h History, faults []FaultSpan) []handoff {
-	acquires := map[string][]Op{} // per key
+	keys := map[string]*acquiresOf{}
 	for _, op := range h.Ops {
-		if op.Kind == KindAcquire {
-			acquires[op.Key] = append(acquires[op.Key], op)
+		if op.Kind != KindAcquire {
+			continue
 		}
+		k := keys[op.Key]
+		if k == nil {
+			k = &acquiresOf{}
+			keys[op.Key] = k
+		}
+		end := op.Complete
+		if op.Outcome == Pending {
+			end = h.End
+		}
+		k.asked = append(k.asked, op)
+		k.longest = max(k.longest, end-op.Invoke)
+		if op.Outcome == OK {
+			k.granted = append(k.granted, op)
+		}
+	}
+	for _, k := range keys {
+		slices.SortStableFunc(k.asked, func(a, b Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
+		slices.SortStableFunc(k.granted, func(a, b Op) int { return cmp.Compare(a.Complete, b.Complete) })
 	}
 	var out []handoff
 	for _, rel := range h.Ops {
-		if rel.Kind != KindRelease || rel.Outcome != OK {
+		k := keys[rel.Key]
+		if rel.Kind != KindRelease || rel.Outcome != OK || k == nil || !k.waited(rel, h.End) {
 			continue
 		}
-		waited, next := false, Op{}
-		for _, a := range acquires[rel.Key] {
-			end := a.Complete
-			if a.Outcome == Pending {
-				end = h.End
-			}
-			if a.Client != rel.Client && a.Invoke < rel.Complete && end > rel.Invoke {
-				waited = true
-			}
-			if a.Outcome == OK && a.Complete > rel.Invoke && (next.ID == 0 || a.Complete < next.Complete) {
-				next = a
-			}
+		i, _ := slices.BinarySearchFunc(k.granted, rel.Invoke, func(a Op, t time.Duration) int {
+			return cmp.Compare(a.Complete, t+1) // the first that returned after the release was called
+		})
+		if i == len(k.granted) {
+			continue
 		}
-		if waited && next.ID != 0 && !slowed(faults, rel.Invoke, next.Complete) {
+		next := k.granted[i]
+		if !slowed(faults, rel.Invoke, next.Complete) {
 			out = append(out, handoff{release: rel, acquire: next, gap: max(next.Complete-rel.Complete, 0)})
 		}
 	}
 	return out
+}
+
+// acquiresOf is what handoffs knows of the acquires of one key.
+type acquiresOf struct {
+	asked   []Op          // every acquire, by invocation
+	granted []Op          // the successful ones, by return
+	longest time.Duration // the longest time an acquire was in flight
+}
+
+// waited reports whether a client other than rel's had an acquire in flight
+// at some moment of the release rel.
+func (k *acquiresOf) waited(rel Op, end time.Duration) bool {
+	// Acquires called before rel returned, latest first, back to the
+	// earliest that can still have been in flight when rel was called.
+	i, _ := slices.BinarySearchFunc(k.asked, rel.Complete, func(a Op, t time.Duration) int { return cmp.Compare(a.Invoke, t) })
+	for i--; i >= 0 && k.asked[i].Invoke >= rel.Invoke-k.longest; i-- {
+		a := k.asked[i]
+		done := a.Complete
+		if a.Outcome == Pending {
+			done = end
+		}
+		if a.Client != rel.Client && done > rel.Invoke {
+			return true
+		}
+	}
+	return false
 }
 
 // slowed reports whether a node was down or slowed at some moment of

@@ -172,3 +172,36 @@ func TestHandoverThreshold(t *testing.T) {
 		t.Errorf("empty history: %+v", ho)
 	}
 }
+
+// TestHandoverWaited checks which acquires make a release a handover: another
+// client's, in flight at some moment of the release, however long before it
+// was called; never the releaser's own.
+func TestHandoverWaited(t *testing.T) {
+	b := newBuilder(5)
+	hold := b.acquire(0, 0, 1, 5000, 1)
+	b.failedAcquire(2, 2, 3)          // over before the release
+	b.failedAcquire(0, 999.5, 1000.2) // the releaser's own
+	rel := b.release(hold, 1000, 1001)
+	b.acquire(3, 1500, 1600, 5000, 2) // asked after the release returned
+	for _, tc := range []struct {
+		name  string
+		extra func(b *builder)
+		want  bool
+	}{
+		{"nobody else waited", func(*builder) {}, false},
+		{"asked long before", func(b *builder) { b.failedAcquire(1, 5, 1000.5) }, true},
+		{"asked during it", func(b *builder) { b.failedAcquire(1, 1000.5, 1200) }, true},
+		{"never answered", func(b *builder) { b.add(Op{Kind: KindAcquire, Client: 1, Key: "k", Invoke: ms(500)}) }, true},
+		{"over just before", func(b *builder) { b.failedAcquire(1, 5, 999) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &builder{h: b.h}
+			c.h.Ops = slices.Clone(b.h.Ops)
+			tc.extra(c)
+			h := c.done(3000)
+			if got := len(handoffs(h, nil)) == 1; got != tc.want {
+				t.Errorf("release %d a handover: %v, want %v", rel, got, tc.want)
+			}
+		})
+	}
+}

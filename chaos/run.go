@@ -313,8 +313,9 @@ func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, cli
 // recorded only when it ends, so a violation that looks unexplained may yet
 // be blamed on a fault still in progress: margin must outlast the faults.
 // Safety violations stay violations as the history grows, so the final
-// check finds it again. Lost writes need the final store and liveness the
-// whole run: those wait for the final check.
+// check finds it again. Lost writes need the final store, and liveness
+// (stalls, starvation, handovers) the whole run: those wait for the final
+// check.
 func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions, margin time.Duration) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -327,7 +328,7 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.
 		h := rec.History()
 		for _, v := range history.Check(h, opts).Violations {
 			switch v.Property {
-			case history.LostWrites, history.LivenessStall, history.LivenessStarvation:
+			case history.LostWrites, history.LivenessStall, history.LivenessStarvation, history.SlowHandover:
 				continue
 			}
 			if !v.Expected && v.End < h.End-margin {

@@ -22,8 +22,8 @@ const (
 // Property is a property the checker verifies.
 type Property string
 
-// The properties: five safety properties, and two of liveness (see Liveness
-// and Starvation).
+// The properties: five safety properties, and three of liveness (see
+// Liveness, Starvation and Handover).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
@@ -32,6 +32,7 @@ const (
 	LostWrites          Property = "lost_writes"
 	LivenessStall       Property = "liveness"   // a key free and wanted, with a quorum up, for too long
 	LivenessStarvation  Property = "starvation" // a client that waited too long for a key others kept getting
+	SlowHandover        Property = "handover"   // a key handed on from a release to its waiters too slowly
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -46,11 +47,12 @@ type Counts struct {
 	LostWrites          int `json:"lost_writes"`
 	Liveness            int `json:"liveness"`
 	Starvation          int `json:"starvation"`
+	Handover            int `json:"handover"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness + c.Starvation
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness + c.Starvation + c.Handover
 }
 
 // Get returns the count of p.
@@ -72,13 +74,15 @@ func (c *Counts) field(p Property) *int {
 		return &c.Liveness
 	case LivenessStarvation:
 		return &c.Starvation
+	case SlowHandover:
+		return &c.Handover
 	}
 	panic("history: unknown property " + string(p))
 }
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall, LivenessStarvation}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall, LivenessStarvation, SlowHandover}
 }
 
 // Violation is one breach of a property.
@@ -127,6 +131,12 @@ type CheckOptions struct {
 	// threshold (waits measured, not judged) when the stall threshold is
 	// none.
 	StarvationThreshold time.Duration
+	// HandoverThreshold is the longest median time a key may take to pass
+	// from a release to the next acquire while clients wait for it (see
+	// Handover); default derived from the history: five times the median
+	// latency of its successful releases, and none (gaps measured, not
+	// judged) with fewer than 16 handovers to take the median of.
+	HandoverThreshold time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
 	MinAcquisitions int
@@ -145,6 +155,12 @@ func DefaultExpected() map[Property][]fault.Kind {
 			losers = append(losers, k)
 		}
 	}
+	var clientBreaking []fault.Kind
+	for _, k := range fault.AssumptionBreaking() {
+		if k.ClientSide() {
+			clientBreaking = append(clientBreaking, k)
+		}
+	}
 	return map[Property][]fault.Kind{
 		MutualExclusion: fault.AssumptionBreaking(),
 		FencingOrder:    losers,
@@ -155,6 +171,11 @@ func DefaultExpected() map[Property][]fault.Kind {
 		// The same faults can leave one waiter behind while others, which
 		// happened to ask the nodes that answered, proceed.
 		LivenessStarvation: fault.AssumptionBreaking(),
+		// Handovers are measured with every node up and prompt (see
+		// Handover): of the faults left, those of a client that break an
+		// assumption slow it down (a paused client, a slow clock); a node's
+		// clock jump does not delay an announced release.
+		SlowHandover: clientBreaking,
 	}
 }
 
@@ -181,6 +202,7 @@ type Result struct {
 
 	Liveness   Liveness
 	Starvation Starvation
+	Handover   Handover
 	Spans      []Span      // the holds, for timelines
 	Faults     []FaultSpan // the faults that were injected (and undone)
 	// FailedFaults are the faults that could not be injected or undone
@@ -246,6 +268,9 @@ func Check(h History, opts CheckOptions) Result {
 	var starved []Violation
 	res.Starvation, starved = starvation(h, spans, all, opts)
 	vs = append(vs, starved...)
+	var slow []Violation
+	res.Handover, slow = handover(h, all, opts)
+	vs = append(vs, slow...)
 	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
@@ -331,7 +356,11 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]fault.Kind) {
 	for i := range vs {
 		v := &vs[i]
-		v.Faults = blamed(faults, v.Since, v.End, aftermath, v.Clients)
+		after := aftermath
+		if v.Property == SlowHandover {
+			after = 0 // a fault over before a handover does not slow it (see Handover)
+		}
+		v.Faults = blamed(faults, v.Since, v.End, after, v.Clients)
 		for _, k := range v.Faults {
 			if slices.Contains(expected[v.Property], k) {
 				v.Expected = true

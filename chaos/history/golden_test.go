@@ -227,9 +227,14 @@ func TestGolden(t *testing.T) {
 //	fencedlock chaos --nodes 5 --clients 4 --duration 3s --ttl 300ms --seed 2 --faults kill,partition,pause --history kill-partition-pause.jsonl
 //	fencedlock chaos --nodes 5 --clients 4 --duration 3s --ttl 300ms --seed 2 --faults restart-without-data,kill-during-acquire --history amnesia.jsonl
 //	fencedlock chaos --nodes 5 --clients 4 --duration 2s --ttl 300ms --seed 5 --faults client-pause --history client-pause.jsonl
+//	fencedlock chaos --faults hunt --duration 20s --seed 1 --history hunt.jsonl
 //
-// Their verdicts and counts are what those runs reported; the files are
-// canonical (read and written again, byte for byte the same).
+// and release-without-publish.jsonl by the last command with the CLI built
+// from the mutant of that name (internal/mutants: Unlock announces no
+// release, waiters sleep out their backoff). Their verdicts and counts are
+// what those runs reported (the mutant's verdict is violated by its slow
+// handovers alone); the files are canonical (read and written again, byte
+// for byte the same).
 func TestRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		file     string
@@ -251,6 +256,14 @@ func TestRecorded(t *testing.T) {
 		{file: "client-pause.jsonl", strict: true, verdict: VerdictViolated, acquired: 51, rejected: 3,
 			faults: map[fault.Kind]int{fault.ClientPause: 4},
 			found:  Counts{MutualExclusion: 26}},
+		{file: "hunt.jsonl", verdict: VerdictOK, acquired: 61, rejected: 10,
+			faults: map[fault.Kind]int{fault.ClockSkew: 2, fault.DropHeal: 5, fault.Kill: 1, fault.LateWrite: 10,
+				fault.LoseReplies: 2, fault.Partition: 5, fault.Restart: 1, fault.RestartWithoutData: 3},
+			found: Counts{MutualExclusion: 10}, expected: Counts{MutualExclusion: 10}},
+		{file: "release-without-publish.jsonl", verdict: VerdictViolated, acquired: 73, rejected: 9,
+			faults: map[fault.Kind]int{fault.ClockSkew: 2, fault.DropHeal: 5, fault.Kill: 1, fault.LateWrite: 9,
+				fault.LoseReplies: 2, fault.Partition: 5, fault.Restart: 1, fault.RestartWithoutData: 3},
+			found: Counts{MutualExclusion: 11, Handover: 1}, expected: Counts{MutualExclusion: 11}},
 	} {
 		t.Run(fmt.Sprintf("%s strict=%v", tc.file, tc.strict), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "recorded", tc.file))
@@ -289,6 +302,10 @@ func TestRecorded(t *testing.T) {
 			// Real clients waited for the key while others got it: measured and judged.
 			if s := res.Starvation; !s.Checked || !s.Judged || !s.OK || s.Wait == 0 || s.Others == 0 {
 				t.Errorf("starvation %+v", s)
+			}
+			// Waiters woke on releases, with every node up, often enough to judge.
+			if s := res.Handover; !s.Checked || !s.Judged || s.OK != (tc.found.Handover == 0) || s.Median > s.Threshold == s.OK {
+				t.Errorf("handover %+v", s)
 			}
 		})
 	}

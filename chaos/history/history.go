@@ -6,8 +6,9 @@
 // interval during which each client believed it held the lock, and reports
 // mutual exclusion, fencing order, duplicate tokens, stale writes accepted and
 // acknowledged writes lost, each violation attributed to the faults active
-// around it, plus the longest stall while a quorum was up and the worst wait of
-// one client for a key that others kept getting (starvation). The verdict has
+// around it, plus the longest stall while a quorum was up, the worst wait of
+// one client for a key that others kept getting (starvation) and how fast keys
+// went from a release to the clients waiting for them (handover). The verdict has
 // three states: ok, violated (a violation no assumption-breaking fault explains)
 // and unknown (the history is empty, too short or incomplete, so nothing can be
 // claimed). Check never claims ok on a history it cannot read.

@@ -69,6 +69,7 @@ type Report struct {
 	LivenessOK         bool                          `json:"liveness_ok"`
 	QuorumLostMs       float64                       `json:"quorum_lost_ms"`
 	Starvation         Starvation                    `json:"starvation"`
+	Handover           Handover                      `json:"handover"`
 	Examples           []Example                     `json:"examples,omitempty"`
 	// FailedFaults lists the faults that could not be injected or undone;
 	// they are not counted in Faults, and make the verdict unknown.
@@ -87,6 +88,18 @@ type Starvation struct {
 	Client      string  `json:"client,omitempty"`
 	Key         string  `json:"key,omitempty"`
 	Others      int     `json:"others"` // grants to other clients during the wait
+}
+
+// Handover is how fast keys passed from a release to the next acquire
+// while clients waited for them (see history.Handover).
+type Handover struct {
+	OK          bool    `json:"ok"`
+	Judged      bool    `json:"judged"`  // enough handovers were measured to judge their median
+	Samples     int     `json:"samples"` // handovers measured (with every node up); 0: none
+	MedianMs    float64 `json:"median_ms"`
+	SlowestMs   float64 `json:"slowest_ms"`
+	ThresholdMs float64 `json:"threshold_ms"`  // 0 when not judged
+	Key         string  `json:"key,omitempty"` // the key of the median handover
 }
 
 // FailedFault is a fault that could not be injected or undone.
@@ -148,6 +161,7 @@ func New(run Run) Report {
 		LivenessOK:          res.Liveness.OK,
 		QuorumLostMs:        ms(res.Liveness.QuorumLost),
 		Starvation:          starvation(run.History, res.Starvation),
+		Handover:            handover(res.Handover),
 		ClientProcs:         run.ClientProcs,
 	}
 	if r.ViolationsByFault == nil {
@@ -194,6 +208,12 @@ func starvation(h history.History, s history.Starvation) Starvation {
 		r.Client, r.Key = h.ClientName(s.Client), s.Key
 	}
 	return r
+}
+
+// handover returns the report of s.
+func handover(s history.Handover) Handover {
+	return Handover{OK: s.OK, Judged: s.Judged, Samples: s.Samples, MedianMs: ms(s.Median),
+		SlowestMs: ms(s.Slowest), ThresholdMs: ms(s.Threshold), Key: s.Key}
 }
 
 // latency returns the p50, p99 and max of successful acquires of h.

@@ -66,6 +66,7 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	b.WriteString(starvationText(r.Starvation))
+	b.WriteString(handoverText(r.Handover))
 	for i, ex := range r.Examples {
 		if i == maxTextExamples {
 			fmt.Fprintf(&b, "  ... %d more examples in the JSON report\n", len(r.Examples)-i)
@@ -111,6 +112,23 @@ func starvationText(s Starvation) string {
 		return fmt.Sprintf("starvation: not judged (no validity ends to derive a threshold from), %s\n", wait)
 	}
 	return fmt.Sprintf("starvation: ok, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
+}
+
+// handoverText is the line about how fast keys went from a release to the
+// next acquire while clients waited.
+func handoverText(h Handover) string {
+	if h.Samples == 0 {
+		return "handover: not measured, no release while others waited with every node up\n"
+	}
+	median := fmt.Sprintf("median %s from a release to the next acquire over %d handovers, slowest %s",
+		msText(h.MedianMs), h.Samples, msText(h.SlowestMs))
+	switch {
+	case !h.Judged:
+		return fmt.Sprintf("handover: not judged (too few handovers), %s\n", median)
+	case !h.OK:
+		return fmt.Sprintf("handover: VIOLATED, %s (threshold %s)\n", median, msText(h.ThresholdMs))
+	}
+	return fmt.Sprintf("handover: ok, %s (threshold %s)\n", median, msText(h.ThresholdMs))
 }
 
 // procsText lists the client processes, how they ended, and their stops.

@@ -198,6 +198,11 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 		case history.LivenessStall: // the gap between successes, over every lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.lanesTop,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: t.Height - 4 - fr.lanesTop, Class: "box " + class, Title: v.Detail})
+		case history.SlowHandover: // the median handover, over the lanes of its releaser and its acquirer
+			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
+			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
+			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
+				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: "box " + class, Title: v.Detail})
 		case history.LivenessStarvation: // the wait, over the starved client's lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.laneY(v.Clients[0]),
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: laneH, Class: "box " + class, Title: v.Detail})

@@ -107,6 +107,49 @@ func TestHTMLStarvation(t *testing.T) {
 	}
 }
 
+// TestHTMLHandover draws the median of slow handovers over the lanes of its
+// releaser and its acquirer, and the text summary reports it.
+func TestHTMLHandover(t *testing.T) {
+	w := newWorkload(5)
+	h := w.acquire(0)
+	for i := range 20 {
+		waiter := w.rec.Acquire((i+1)%2, "job")
+		w.step(time.Millisecond)
+		w.release(h, false)           // 0.5ms: a threshold of 2.5ms
+		w.step(40 * time.Millisecond) // the waiter sleeps out its backoff
+		w.token++
+		h = waiter.OK(w.token, fmt.Sprintf("v%d", w.token), time.Second)
+	}
+	w.release(h, false)
+	w.rec.FinalStore("table", w.store)
+	hist := w.rec.History()
+	run := Run{Clients: 2, Duration: hist.End, History: hist, Result: history.Check(hist, history.CheckOptions{})}
+	if got := run.Result.Found; got.Handover != 1 || got.Total() != 1 {
+		t.Fatalf("violations %+v, want one of handover: %+v", got, run.Result.Handover)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	box := regexp.MustCompile(`<rect id="v1" class="box bad" x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)"><title>keys went from a release`)
+	m := box.FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatalf("no box for the slow handover %q in the page", run.Result.Violations[0].Detail)
+	}
+	fr := frame{lanesTop: axisH + 5*nodeH + sepH}
+	if m[1] != fmt.Sprintf("%.1f", fr.laneY(0)) || m[2] != fmt.Sprintf("%.1f", fr.laneY(1)+laneH-fr.laneY(0)) {
+		t.Errorf("handover box at y %s, height %s; want over the lanes of clients 0 and 1", m[1], m[2])
+	}
+	b.Reset()
+	if err := New(run).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "handover: VIOLATED, median 40ms from a release to the next acquire over 20 handovers, slowest 40ms (threshold 2.5ms)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("text summary:\n%s\nwant the line %q", b.String(), want)
+	}
+}
+
 func busyRun(t *testing.T, n int) Run {
 	t.Helper()
 	w := newWorkload(3)

@@ -12,7 +12,8 @@ import (
 )
 
 const checkHeader = `Usage:
-  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D] [--json FILE] [--html FILE] FILE
+  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D]
+                   [--handover-threshold D] [--json FILE] [--html FILE] FILE
 
 Checks a history of lock operations recorded by any system — one JSON object
 per line (JSON Lines): acquire, extend, release, write and lost operations of
@@ -24,7 +25,8 @@ is in docs/history-format.md.
 
 The checker is the chaos run's: mutual exclusion, fencing order, duplicate
 tokens, stale writes accepted, lost writes (when the final store contents are
-given), liveness and starvation (when the node count is given); the same text summary,
+given), liveness and starvation (when the node count is given), and how fast
+keys pass from a release to their waiters (handover); the same text summary,
 JSON report and HTML timeline.
 `
 
@@ -44,6 +46,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
 	starved := fs.Duration("starvation-threshold", 0,
 		"a client may wait up to `D` for a key others keep getting (default: derived from the history, per key)")
+	handover := fs.Duration("handover-threshold", 0,
+		"keys may take a median `D` from a release to the next acquire while others wait (default: derived from the history)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
@@ -58,6 +62,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--stall-threshold must not be negative")
 	case *starved < 0:
 		return cmd.fail(stderr, "--starvation-threshold must not be negative")
+	case *handover < 0:
+		return cmd.fail(stderr, "--handover-threshold must not be negative")
 	}
 	h, err := readHistory(fs.Arg(0))
 	if err != nil {
@@ -67,7 +73,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *nodes > 0 {
 		h.Nodes = *nodes
 	}
-	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved}
+	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover}
 	if *strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}

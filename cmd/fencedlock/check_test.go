@@ -25,6 +25,9 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"--strict", recorded("client-pause.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
 		{[]string{"--stall-threshold", "1ms", recorded("amnesia.jsonl")}, 1, "liveness: VIOLATED"},
 		{[]string{"--starvation-threshold", "100ms", recorded("amnesia.jsonl")}, 1, "starvation: VIOLATED"},
+		{[]string{"--handover-threshold", "1us", recorded("amnesia.jsonl")}, 1, "handover: VIOLATED"},
+		{[]string{recorded("release-without-publish.jsonl")}, 1, "! UNEXPECTED handover"},
+		{[]string{recorded("hunt.jsonl")}, 0, "handover: ok"},
 		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -95,6 +98,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{"--nodes", "-1", recorded("amnesia.jsonl")},
 		{"--stall-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--starvation-threshold", "-1s", recorded("amnesia.jsonl")},
+		{"--handover-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--bogus", recorded("amnesia.jsonl")},
 		{filepath.Join(t.TempDir(), "missing.jsonl")},
 	} {

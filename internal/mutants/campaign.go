@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
@@ -50,7 +51,8 @@ type Result struct {
 	Seed    uint64
 	Elapsed time.Duration // wall time of the chaos run
 	// KilledAt is when the first violation no fault explains ended, on the
-	// run's clock (killed only).
+	// run's clock (killed only); for a property judged on the whole run
+	// (lost writes, liveness, starvation, handover), the end of the run.
 	KilledAt time.Duration
 	Evidence string // the first such violation: property, ops, detail; or the verdict's reason
 	Report   report.Report
@@ -103,20 +105,26 @@ func Run(ctx context.Context, root, tmp string, m Mutant, c Chaos) (Result, erro
 	return res, nil
 }
 
-// evidence returns when the earliest unexpected violation of r ended and a
-// line that describes it.
+// evidence returns when the earliest unexpected violation of r was known
+// (see Result.KilledAt) and a line that describes it.
 func evidence(r report.Report) (time.Duration, string) {
 	var first *report.Example
+	var at float64 // ms
 	for i, e := range r.Examples {
-		if !e.Expected && (first == nil || e.EndMs < first.EndMs) {
-			first = &r.Examples[i]
+		known := e.EndMs
+		switch e.Property {
+		case history.LostWrites, history.LivenessStall, history.LivenessStarvation, history.SlowHandover:
+			known = r.DurationS * 1000 // judged at the end of the run
+		}
+		if !e.Expected && (first == nil || known < at) {
+			first, at = &r.Examples[i], known
 		}
 	}
 	if first == nil {
 		return 0, r.Reason
 	}
-	at := time.Duration(first.EndMs * float64(time.Millisecond))
-	return at, fmt.Sprintf("%s, ops %v: %s", first.Property, first.Ops, first.Detail)
+	return time.Duration(at * float64(time.Millisecond)),
+		fmt.Sprintf("%s, ops %v: %s", first.Property, first.Ops, first.Detail)
 }
 
 func name(m Mutant) string { return cmp.Or(m.Name, "original") }

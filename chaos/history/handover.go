@@ -1,0 +1,203 @@
+package history
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fencedlock/fencedlock/chaos/fault"
+)
+
+// Handover is how fast keys passed from a holder that released them to the
+// clients waiting for them: the slowness that neither Liveness nor
+// Starvation sees, since a lock whose waiters only poll still hands every
+// key on well within their thresholds.
+//
+// A handover is an Unlock that succeeded (outcome ok: the key was released
+// on a quorum) while another client was acquiring the key (an acquire of
+// theirs in flight during the Unlock call). Its gap is the time from the
+// Unlock's return to the return of the next successful acquire of the key,
+// by anyone, that returned after the Unlock was called; zero when that
+// acquire returned first, as a waiter woken by the release can before the
+// releaser hears back from its last node. A handover is measured only while
+// every node was up and answering at its usual speed: none under a fault
+// that TakesNodeDown or slows the node (fault.Latency) at any moment from
+// the Unlock's call to that acquire's return.
+//
+// The handovers of every key are pooled (how fast a lock hands a key on does
+// not depend on the key, and the keys of a run share its few handovers). A
+// median gap longer than the threshold is a handover violation, in the
+// verdict like any other, shown on its median handover. The default
+// threshold is derived from the history itself: handoverFactor times the
+// median latency of the successful releases (one round trip to the nodes
+// with nobody to wait for: how slow the machine and the network were in this
+// run). A lock that wakes its waiters when the key is released (redlock does,
+// through pub/sub) hands a key on in about two round trips, whatever the
+// holds: a release, and an acquire; one whose waiters poll hands it on when
+// their backoff or the holder's TTL runs out, later the longer they waited.
+// The median, not a mean or a maximum, so that the odd waiter that a loaded
+// machine's scheduler held back does not decide. It is judged only on at
+// least handoverSamples handovers: with fewer, the median says little, and
+// the gaps are measured, not judged.
+type Handover struct {
+	Checked   bool          // false when no handover was measured
+	Judged    bool          // enough handovers were measured, and a threshold applied
+	Samples   int           // handovers measured
+	Median    time.Duration // their median gap
+	Slowest   time.Duration // their longest gap
+	Key       string        // the key of the median handover
+	Threshold time.Duration // zero when not judged
+	OK        bool          // the median gap is within the threshold (true when not checked or not judged)
+}
+
+// Handover's defaults: the median gap may be handoverFactor times the median
+// release latency, and is judged on at least handoverSamples handovers.
+// Calibrated on loaded runs: a lock that wakes its waiters has medians of one
+// to three release latencies; one that leaves them to their backoff, of six
+// and more under the hunt's long holds.
+const (
+	handoverFactor  = 5
+	handoverSamples = 16
+)
+
+// handoff is one handover: the release that let a key go while others
+// waited, and the acquire that took it next.
+type handoff struct {
+	release, acquire Op
+	gap              time.Duration
+}
+
+// handover measures the handovers of h and returns the summary and a
+// violation when their median gap is over the threshold.
+func handover(h History, faults []FaultSpan, o CheckOptions) (Handover, []Violation) {
+	s := Handover{OK: true}
+	hs := handoffs(h, faults)
+	if len(hs) == 0 {
+		return s, nil
+	}
+	slices.SortStableFunc(hs, func(a, b handoff) int { return cmp.Compare(a.gap, b.gap) })
+	med := hs[(len(hs)-1)/2]
+	s.Checked, s.Samples, s.Median, s.Slowest, s.Key = true, len(hs), med.gap, hs[len(hs)-1].gap, med.release.Key
+	threshold := o.HandoverThreshold
+	if threshold == 0 {
+		threshold = handoverFactor * releaseTrip(h)
+	}
+	if len(hs) < handoverSamples || threshold <= 0 {
+		return s, nil
+	}
+	s.Judged, s.Threshold = true, threshold
+	if med.gap <= threshold {
+		return s, nil
+	}
+	s.OK = false
+	return s, []Violation{{
+		Property: SlowHandover, Key: med.release.Key,
+		Ops:     []int{med.release.ID, med.acquire.ID},
+		Clients: []int{med.release.Client, med.acquire.Client},
+		Start:   med.release.Complete, End: med.release.Complete + med.gap, Since: med.release.Invoke,
+		Detail: fmt.Sprintf("keys went from a release to the next acquire in a median %v over %d handovers with every node up (threshold %v); the median one: release %d of %q by %s, then acquire %d by %s",
+			med.gap.Round(time.Millisecond), len(hs), threshold.Round(time.Millisecond),
+			med.release.ID, med.release.Key, h.ClientName(med.release.Client), med.acquire.ID, h.ClientName(med.acquire.Client)),
+	}}
+}
+
+// handoffs returns the handovers of h during which no node was down or
+// slowed, in the order of their releases.
+func handoffs(h History, faults []FaultSpan) []handoff {
+	keys := map[string]*acquiresOf{}
+	for _, op := range h.Ops {
+		if op.Kind != KindAcquire {
+			continue
+		}
+		k := keys[op.Key]
+		if k == nil {
+			k = &acquiresOf{}
+			keys[op.Key] = k
+		}
+		end := op.Complete
+		if op.Outcome == Pending {
+			end = h.End
+		}
+		k.asked = append(k.asked, op)
+		k.longest = max(k.longest, end-op.Invoke)
+		if op.Outcome == OK {
+			k.granted = append(k.granted, op)
+		}
+	}
+	for _, k := range keys {
+		slices.SortStableFunc(k.asked, func(a, b Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
+		slices.SortStableFunc(k.granted, func(a, b Op) int { return cmp.Compare(a.Complete, b.Complete) })
+	}
+	var out []handoff
+	for _, rel := range h.Ops {
+		k := keys[rel.Key]
+		if rel.Kind != KindRelease || rel.Outcome != OK || k == nil || !k.waited(rel, h.End) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(k.granted, rel.Invoke, func(a Op, t time.Duration) int {
+			return cmp.Compare(a.Complete, t+1) // the first that returned after the release was called
+		})
+		if i == len(k.granted) {
+			continue
+		}
+		next := k.granted[i]
+		if !slowed(faults, rel.Invoke, next.Complete) {
+			out = append(out, handoff{release: rel, acquire: next, gap: max(next.Complete-rel.Complete, 0)})
+		}
+	}
+	return out
+}
+
+// acquiresOf is what handoffs knows of the acquires of one key.
+type acquiresOf struct {
+	asked   []Op          // every acquire, by invocation
+	granted []Op          // the successful ones, by return
+	longest time.Duration // the longest time an acquire was in flight
+}
+
+// waited reports whether a client other than rel's had an acquire in flight
+// at some moment of the release rel.
+func (k *acquiresOf) waited(rel Op, end time.Duration) bool {
+	// Acquires called before rel returned, latest first, back to the
+	// earliest that can still have been in flight when rel was called.
+	i, _ := slices.BinarySearchFunc(k.asked, rel.Complete, func(a Op, t time.Duration) int { return cmp.Compare(a.Invoke, t) })
+	for i--; i >= 0 && k.asked[i].Invoke >= rel.Invoke-k.longest; i-- {
+		a := k.asked[i]
+		done := a.Complete
+		if a.Outcome == Pending {
+			done = end
+		}
+		if a.Client != rel.Client && done > rel.Invoke {
+			return true
+		}
+	}
+	return false
+}
+
+// slowed reports whether a node was down or slowed at some moment of
+// [from, to].
+func slowed(faults []FaultSpan, from, to time.Duration) bool {
+	for _, f := range faults {
+		if (f.Kind.TakesNodeDown() || f.Kind == fault.Latency) && f.Start <= to && f.End >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseTrip returns the median latency of the successful releases of h,
+// zero when there were none.
+func releaseTrip(h History) time.Duration {
+	var ds []time.Duration
+	for _, op := range h.Ops {
+		if op.Kind == KindRelease && op.Outcome == OK {
+			ds = append(ds, op.Complete-op.Invoke)
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[(len(ds)-1)/2]
+}

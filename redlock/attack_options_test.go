@@ -71,7 +71,10 @@ func TestAttackCloseBoundDoesNotOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate.arm()
-	if err := l.Unlock(ctx); err != nil { // decides at nodes 0 and 1
+	// Bounded here, since the node timeout is not: a hang is a failure.
+	uctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := l.Unlock(uctx); err != nil { // decides at nodes 0 and 1
 		t.Fatal(err)
 	}
 	<-gate.held // node 2's release is on the wire

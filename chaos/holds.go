@@ -18,7 +18,10 @@ import (
 //   - to validity: write, keep the lock to the end of its validity, unlock
 //     after it (a validity computed too long shows as an overlap);
 //   - outlive: write, keep it past its validity (without acting), then unlock
-//     or extend; a successful extension is acted on;
+//     or extend; before it extends, it waits until the store shows that
+//     another hold of the key came (a greater token), so that the extension
+//     must fail (a success is the resurrected_hold violation); a successful
+//     extension is acted on;
 //   - extend: extend twice with Extend, each time late in the validity,
 //     writing after each;
 //   - auto-extend: Lock with AutoExtend and keep it for several TTLs, across
@@ -82,7 +85,14 @@ func (c *client) huntOnce(ctx context.Context) {
 		sleepReal(ctx, l.Until().Sub(c.clk.Now())+ttl/50)
 	case outlive:
 		sleepReal(ctx, l.Until().Sub(c.clk.Now())+time.Duration(c.rnd.Int64N(int64(ttl/2))))
-		if c.rnd.IntN(2) == 0 && c.extend(octx, l, h) {
+		if c.rnd.IntN(2) == 1 {
+			break
+		}
+		// The next holder came and may be gone again: a key re-created now
+		// is not noticed by anyone but the checker.
+		c.awaitHigher(ctx, h, tg.resource)
+		sleepReal(ctx, time.Duration(c.rnd.Int64N(int64(ttl/20))))
+		if c.extend(octx, l, h) {
 			c.writeIfValid(octx, l, h, tg.resource)
 		}
 	case extend:

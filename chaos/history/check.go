@@ -22,14 +22,18 @@ const (
 // Property is a property the checker verifies.
 type Property string
 
-// The properties: five safety properties, and liveness (see Liveness).
+// The properties: six safety properties, and liveness (see Liveness).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
 	DuplicateTokens     Property = "duplicate_tokens"
 	StaleWritesAccepted Property = "stale_writes_accepted"
 	LostWrites          Property = "lost_writes"
-	LivenessStall       Property = "liveness" // a key free and wanted, with a quorum up, for too long
+	// ResurrectedHold is an extension that succeeded after another hold of
+	// the key was acquired past the extended hold's validity (see
+	// resurrectedHolds): a lock that re-creates vanished keys.
+	ResurrectedHold Property = "resurrected_hold"
+	LivenessStall   Property = "liveness" // a key free and wanted, with a quorum up, for too long
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -42,12 +46,14 @@ type Counts struct {
 	DuplicateTokens     int `json:"duplicate_tokens"`
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	LostWrites          int `json:"lost_writes"`
+	ResurrectedHolds    int `json:"resurrected_hold"`
 	Liveness            int `json:"liveness"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites +
+		c.ResurrectedHolds + c.Liveness
 }
 
 // Get returns the count of p.
@@ -65,6 +71,8 @@ func (c *Counts) field(p Property) *int {
 		return &c.StaleWritesAccepted
 	case LostWrites:
 		return &c.LostWrites
+	case ResurrectedHold:
+		return &c.ResurrectedHolds
 	case LivenessStall:
 		return &c.Liveness
 	}
@@ -73,7 +81,7 @@ func (c *Counts) field(p Property) *int {
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall}
 }
 
 // Violation is one breach of a property.
@@ -125,7 +133,8 @@ type CheckOptions struct {
 // that run at about the same rate and on nodes keeping their keys (every
 // kind of fault.AssumptionBreaking); token order and uniqueness rest only on
 // nodes keeping their fence counters (every kind that LosesData, the delayed
-// restart included).
+// restart included); a resurrected hold rests on no assumption at all (see
+// resurrectedHolds), and is excused, to be safe, under the same kinds.
 func DefaultExpected() map[Property][]fault.Kind {
 	var losers []fault.Kind
 	for _, k := range fault.Kinds() {
@@ -137,6 +146,7 @@ func DefaultExpected() map[Property][]fault.Kind {
 		MutualExclusion: fault.AssumptionBreaking(),
 		FencingOrder:    losers,
 		DuplicateTokens: slices.Clone(losers),
+		ResurrectedHold: slices.Clone(losers),
 		// A node whose clock runs slow keeps a key past its TTL, a paused
 		// holder keeps it to its end: waiters stall, as the fault explains.
 		LivenessStall: fault.AssumptionBreaking(),
@@ -220,6 +230,7 @@ func Check(h History, opts CheckOptions) Result {
 	vs := mutualExclusion(spans, opts.Epsilon)
 	vs = append(vs, fencingOrder(h)...)
 	vs = append(vs, duplicateTokens(h)...)
+	vs = append(vs, resurrectedHolds(h)...)
 	vs = append(vs, staleWrites(h)...)
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)

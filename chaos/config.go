@@ -67,14 +67,16 @@ type Config struct {
 // ProfileHunt is the profile that builds, on purpose, the states where lock
 // protocols break (the episodes of backend.NewHuntPlan: overlapping
 // majorities, amnesia rotation, lost replies, restarts under long holds,
-// clock jumps), with a workload that exercises what the plain one leaves
-// alone: three keys, two of them sharing a fence counter; holds that run to
-// their validity, outlive it and then unlock or extend; explicit and
+// clock jumps, late heals, latency bursts and a clock drift within the
+// allowance on a majority), with a workload that exercises what the plain
+// one leaves alone: three keys, two of them sharing a fence counter; holds
+// that run to their validity, outlive it and then unlock or extend (once
+// another hold came); explicit and
 // automatic extension across restarts; late writes by former holders, stale
 // by as little as one token; and a node cut off right after it granted a
 // hold whose token a minority of counters carried, before the lagging
 // counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or
-// more, and libfaketime for the clock jumps.
+// more, and libfaketime for the clock jumps and drift.
 const ProfileHunt = "hunt"
 
 // DefaultFaults returns the faults of a run with no profile and no Faults:

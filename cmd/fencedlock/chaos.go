@@ -46,11 +46,12 @@ var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated one
   hunt                  the hunt profile instead of a list: a seeded schedule of
                         episodes that build the states where lock protocols
                         break (overlapping majorities, amnesia rotation, lost
-                        replies, restarts under long holds, clock jumps), a
-                        node cut off right after a lagging grant, and a
-                        workload on three keys (two share a fence counter)
-                        with extensions, holds to and past their validity,
-                        and late writes by former holders
+                        replies, restarts under long holds, clock jumps, late
+                        heals, latency bursts and a clock drift within the
+                        allowance on a majority), a node cut off right after
+                        a lagging grant, and a workload on three keys (two
+                        share a fence counter) with extensions, holds to and
+                        past their validity, and late writes by former holders
 
 Exit status:
   0  verdict ok: no violation the faults do not explain

@@ -26,7 +26,9 @@ const chaosHeader = `Usage:
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
 schedule; then checks the history for mutual exclusion, fencing order,
-duplicate tokens, stale writes accepted, lost writes and liveness.
+duplicate tokens, stale writes accepted, lost writes, resurrected holds
+(an extend that succeeds after another client acquired past its validity)
+and liveness.
 
 The clients are goroutines of this process, unless --client-procs: then each
 is a process of its own (this binary, started again), on this machine, that

@@ -18,10 +18,10 @@ const DriftSpec = "+0 x1.01"
 
 // slowMajority adds latency, about a sixteenth of the TTL per round trip
 // (several times the drift allowance, well under a node timeout), to a
-// majority of the nodes in four short bursts, each a quarter TTL on and more
+// majority of the nodes in four bursts, each half a TTL on and then more
 // than a TTL off: an acquisition made during a burst takes the latency (at
 // least one node of its quorum is slow), and a hold kept to its validity
-// ends after the burst, when the next acquisition is fast. A validity that
+// ends after the burst, before the next, when the next acquisition is fast. A validity that
 // does not take off the time the acquisition took outlasts the keys by
 // about half the latency (the proxy delays the request half of it) less the
 // allowance, and the next holder overlaps it.
@@ -30,11 +30,11 @@ func (h *hunt) slowMajority(at time.Duration) ([]Step, []Window, time.Duration) 
 	slow := h.perm()[:h.nodes/2+1]
 	var steps []Step
 	for range 4 {
-		on := h.ttl / 4
+		on := h.ttl / 2
 		for _, n := range slow {
 			steps = append(steps, Step{At: at, For: on, Kind: fault.Latency, Node: n, Fault: Latency{Node: n, D: d}})
 		}
-		at += on + h.between(5*h.ttl/4, 3*h.ttl/2)
+		at += on + h.between(11*h.ttl/10, 5*h.ttl/4)
 	}
 	return steps, nil, at
 }

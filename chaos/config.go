@@ -67,22 +67,30 @@ type Config struct {
 // ProfileHunt is the profile that builds, on purpose, the states where lock
 // protocols break (the episodes of backend.NewHuntPlan: overlapping
 // majorities, amnesia rotation, lost replies, restarts under long holds,
-// clock jumps), with a workload that exercises what the plain one leaves
-// alone: three keys, two of them sharing a fence counter; holds that run to
-// their validity, outlive it and then unlock or extend; explicit and
+// clock jumps, late heals, latency bursts and a clock drift within the
+// allowance on a majority), with a workload that exercises what the plain
+// one leaves alone: three keys, two of them sharing a fence counter; holds
+// that run to their validity, outlive it and then unlock or extend (once
+// another hold came); explicit and
 // automatic extension across restarts; late writes by former holders, stale
 // by as little as one token; and a node cut off right after it granted a
 // hold whose token a minority of counters carried, before the lagging
 // counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or
-// more, and libfaketime for the clock jumps.
+// more, and libfaketime for the clock jumps and drift.
 const ProfileHunt = "hunt"
 
 // DefaultFaults returns the faults of a run with no profile and no Faults:
-// the tolerated kinds a random schedule injects (fault.DropHeal, which only
-// the hunt arms, left out).
+// the tolerated kinds a random schedule injects (those only the hunt arms,
+// see huntOnly, left out).
 func DefaultFaults() []fault.Kind {
-	return slices.DeleteFunc(fault.Tolerated(), func(k fault.Kind) bool { return k == fault.DropHeal })
+	return slices.DeleteFunc(fault.Tolerated(), func(k fault.Kind) bool { return slices.Contains(huntOnly, k) })
 }
+
+// huntOnly are the kinds that only the hunt's episodes inject: the heal
+// nemeses act on the workload's own connections, and a clock drift within
+// the allowance shows something only with the holds the hunt's workload
+// keeps to their validity.
+var huntOnly = []fault.Kind{fault.DropHeal, fault.DelayHeal, fault.ClockDrift}
 
 // HuntFaults returns the fault kinds of the hunt profile: the node faults
 // its schedule injects and the client behaviours that break an assumption.
@@ -142,8 +150,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
-	case !c.hunt() && c.has(fault.DropHeal):
-		return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, fault.DropHeal, ProfileHunt, ProfileHunt)
+	}
+	for _, k := range huntOnly {
+		if !c.hunt() && c.has(k) {
+			return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, k, ProfileHunt, ProfileHunt)
+		}
 	}
 	for _, k := range c.Faults {
 		if !k.Known() {
@@ -176,7 +187,7 @@ func (c Config) canHunt() error {
 		// healLoss), which a client process would have to do itself.
 		return fmt.Errorf("%w: the hunt profile does not run with client processes yet", ErrConfig)
 	}
-	if !c.hunt() || !c.has(fault.ClockSkew) || c.Backend != "process" {
+	if !c.hunt() || !(c.has(fault.ClockSkew) || c.has(fault.ClockDrift)) || c.Backend != "process" {
 		return nil
 	}
 	lib := os.Getenv(FaketimeEnv)
@@ -184,8 +195,8 @@ func (c Config) canHunt() error {
 		lib = faketime.Find()
 	}
 	if _, err := os.Stat(lib); lib == "" || err != nil {
-		return fmt.Errorf("%w: the hunt's clock jumps need libfaketime (install Debian's libfaketime package, set %s, or leave %s out of --faults)",
-			ErrConfig, FaketimeEnv, fault.ClockSkew)
+		return fmt.Errorf("%w: the hunt's clock jumps and drift need libfaketime (install Debian's libfaketime package, set %s, or leave %s and %s out of --faults)",
+			ErrConfig, FaketimeEnv, fault.ClockSkew, fault.ClockDrift)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,34 +16,42 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// healLoss is the fault.DropHeal nemesis: during the plan's DropHeal
-// windows, every heal a client sends to a fence counter (a script whose one
-// key is a fence key; see redlock.FenceKey) is lost before it reaches the
-// node, as a message the network drops. A heal is best effort: the token's
-// order rests on the raise alone, which checks ownership and is never
-// dropped. A lock that takes its token from a minority of counters and
-// leaves the rest to the heal hands a smaller token out once the clients see
-// another majority; a correct one does not notice. The fault is recorded per
-// node and window, from the first heal lost to the last; it is a message
-// fake on the client's side since no proxy can pick one message out.
+// healLoss is the nemesis of the heals clients send to fence counters (a
+// script whose one key is a fence key; see redlock.FenceKey). During the
+// plan's fault.DropHeal windows every heal is lost before it reaches the
+// node, as a message the network drops; during its fault.DelayHeal windows
+// every heal is held back until the window closes and then sent, as a
+// message stuck in a slow network (the client's call returns at once, as if
+// answered). A heal
+// is best effort: the token's order rests on the raise alone, which checks
+// ownership and is never touched. A lock that takes its token from a
+// minority of counters and leaves the rest to the heal hands a smaller token
+// out once the clients see another majority; a heal that lowers a counter,
+// when it lands late, does too; a correct lock notices neither. The fault is
+// recorded per node and window, from the first heal taken to the last lost
+// or sent; it is a message fake on the client's side since no proxy can
+// pick one message out.
 type healLoss struct {
 	rec     *history.Recorder
 	windows []backend.Window
-	origin  time.Time // the plan's time zero
+	origin  time.Time       // the plan's time zero
+	ctx     context.Context // the run's: held heals still waiting when it ends are lost
+	timeout time.Duration   // bounds the held heal's call
 
-	mu   sync.Mutex              // protects lost
-	lost map[[2]int][2]time.Time // (window, node) -> first and last heal lost
+	held sync.WaitGroup // held heals waiting or being sent
+
+	mu    sync.Mutex              // protects spans
+	spans map[[2]int][2]time.Time // (window, node) -> first heal taken, last lost or sent
 }
 
 var errHealLost = errors.New("chaos: heal lost (drop-heal)")
 
-func newHealLoss(cfg Config, plan backend.Plan, rec *history.Recorder) *healLoss {
-	l := &healLoss{rec: rec, origin: time.Now(), lost: make(map[[2]int][2]time.Time)}
-	if cfg.has(fault.DropHeal) {
-		for _, w := range plan.Windows {
-			if w.Kind == fault.DropHeal {
-				l.windows = append(l.windows, w)
-			}
+func newHealLoss(ctx context.Context, cfg Config, plan backend.Plan, rec *history.Recorder) *healLoss {
+	l := &healLoss{rec: rec, origin: time.Now(), ctx: ctx, timeout: cfg.NodeTimeout,
+		spans: make(map[[2]int][2]time.Time)}
+	for _, w := range plan.Windows {
+		if (w.Kind == fault.DropHeal || w.Kind == fault.DelayHeal) && cfg.has(w.Kind) {
+			l.windows = append(l.windows, w)
 		}
 	}
 	return l
@@ -59,37 +68,72 @@ func (l *healLoss) watch(c *client) {
 	}
 }
 
-// drops reports whether cmd, sent to node now, is a heal to lose.
-func (l *healLoss) drops(node int, cmd redis.Cmder) bool {
+// take returns what becomes of cmd, sent to node now: "" when it passes,
+// fault.DropHeal when it is a heal to lose (its error is set), and
+// fault.DelayHeal when it is a heal to hold back (see hold); and the index
+// of the window.
+func (l *healLoss) take(node int, cmd redis.Cmder) (fault.Kind, int) {
 	if !isHeal(cmd) {
-		return false
+		return "", -1
 	}
-	now := time.Now()
-	at := now.Sub(l.origin)
+	at := time.Since(l.origin)
 	for i, w := range l.windows {
 		if at >= w.At && at < w.At+w.For {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			k := [2]int{i, node}
-			span, seen := l.lost[k]
-			if !seen {
-				span[0] = now
+			l.note(i, node)
+			if w.Kind == fault.DropHeal {
+				cmd.SetErr(errHealLost)
 			}
-			span[1] = now
-			l.lost[k] = span
-			cmd.SetErr(errHealLost)
-			return true
+			return w.Kind, i
 		}
 	}
-	return false
+	return "", -1
 }
 
-// record adds the faults to the history: call it once the clients stopped.
-func (l *healLoss) record() {
+// note extends the span of window i on node to now.
+func (l *healLoss) note(i, node int) {
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k, span := range l.lost {
-		l.rec.FaultAt(fault.DropHeal, k[1], span[0], span[1], nil)
+	k := [2]int{i, node}
+	span, seen := l.spans[k]
+	if !seen {
+		span[0] = now
+	}
+	if now.After(span[1]) {
+		span[1] = now
+	}
+	l.spans[k] = span
+}
+
+// hold sends a copy of cmd, a heal of window i's to node, through send once
+// the window has closed, unless the run ended first. (A heal that finds the
+// script gone from a node restarted meanwhile is lost.)
+func (l *healLoss) hold(i, node int, cmd redis.Cmder, send func(context.Context, redis.Cmder)) {
+	heal := redis.NewCmd(l.ctx, cmd.Args()...)
+	l.held.Go(func() {
+		w := l.windows[i]
+		t := time.NewTimer(time.Until(l.origin.Add(w.At + w.For)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-l.ctx.Done():
+			return
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+		defer cancel()
+		send(ctx, heal)
+		l.note(i, node)
+	})
+}
+
+// record adds the faults to the history: call it once the clients stopped
+// and the run's ctx ended.
+func (l *healLoss) record() {
+	l.held.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, span := range l.spans {
+		l.rec.FaultAt(l.windows[k[0]].Kind, k[1], span[0], span[1], nil)
 	}
 }
 
@@ -122,26 +166,57 @@ func (h healHook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
+// A heal to hold that comes as an EVALSHA is answered NOSCRIPT, so that the
+// client sends the script itself (go-redis and redlock fall back to EVAL):
+// the held copy then runs even on a node that lost its script cache in the
+// meantime. Only an EVAL is held.
+var errNoScript = redis.ErrNoScript
+
 func (h healHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.l.drops(h.node, cmd) {
+		switch kind, w := h.l.take(h.node, cmd); kind {
+		case fault.DropHeal:
 			return errHealLost
+		case fault.DelayHeal:
+			if isEvalSha(cmd) {
+				cmd.SetErr(errNoScript)
+				return errNoScript
+			}
+			h.l.hold(w, h.node, cmd, func(ctx context.Context, c redis.Cmder) { _ = next(ctx, c) })
+			return nil
 		}
 		return next(ctx, cmd)
 	}
 }
 
+func isEvalSha(cmd redis.Cmder) bool { return strings.EqualFold(cmd.Name(), "evalsha") }
+
 func (h healHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		kept := cmds[:0:0]
+		var dropped bool
 		for _, cmd := range cmds {
-			if !h.l.drops(h.node, cmd) {
+			switch kind, w := h.l.take(h.node, cmd); kind {
+			case fault.DropHeal:
+				dropped = true
+			case fault.DelayHeal:
+				if isEvalSha(cmd) {
+					cmd.SetErr(errNoScript)
+					continue
+				}
+				h.l.hold(w, h.node, cmd, func(ctx context.Context, c redis.Cmder) {
+					_ = next(ctx, []redis.Cmder{c})
+				})
+			default:
 				kept = append(kept, cmd)
 			}
 		}
-		if len(kept) == 0 {
+		switch {
+		case len(kept) > 0:
+			return next(ctx, kept)
+		case dropped:
 			return errHealLost
 		}
-		return next(ctx, kept)
+		return nil
 	}
 }

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/history"
@@ -18,7 +20,11 @@ import (
 //   - to validity: write, keep the lock to the end of its validity, unlock
 //     after it (a validity computed too long shows as an overlap);
 //   - outlive: write, keep it past its validity (without acting), then unlock
-//     or extend; a successful extension is acted on;
+//     or extend; before it extends, it waits until the store shows that
+//     another hold of the key came (a greater token) and then until the key
+//     is free on a quorum of nodes (see awaitFree), so that the extension
+//     must fail (a success is the resurrected_hold violation); a successful
+//     extension is acted on;
 //   - extend: extend twice with Extend, each time late in the validity,
 //     writing after each;
 //   - auto-extend: Lock with AutoExtend and keep it for several TTLs, across
@@ -82,7 +88,16 @@ func (c *client) huntOnce(ctx context.Context) {
 		sleepReal(ctx, l.Until().Sub(c.clk.Now())+ttl/50)
 	case outlive:
 		sleepReal(ctx, l.Until().Sub(c.clk.Now())+time.Duration(c.rnd.Int64N(int64(ttl/2))))
-		if c.rnd.IntN(2) == 0 && c.extend(octx, l, h) {
+		if c.rnd.IntN(2) == 1 {
+			break
+		}
+		// The next holder came; extend once it is gone again and the key
+		// free on a quorum: a key re-created then is noticed by no one but
+		// the checker.
+		if c.awaitHigher(ctx, h, tg.resource) {
+			c.awaitFree(ctx, tg.key)
+		}
+		if c.extend(octx, l, h) {
 			c.writeIfValid(octx, l, h, tg.resource)
 		}
 	case extend:
@@ -150,5 +165,35 @@ func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h history.Hold
 			seen = u
 		}
 		c.writeIfValid(octx, l, h, res)
+	}
+}
+
+// awaitFree waits, a TTL at most, until a quorum of the nodes answer that
+// key does not exist, asking them all every two hundredth of a TTL. It
+// looks at the nodes directly, as no client of the lock can: the workload's
+// way to extend a lapsed hold at the moment that shows a lock re-creating
+// keys.
+func (c *client) awaitFree(ctx context.Context, key string) {
+	quorum := len(c.rdbs)/2 + 1
+	deadline := time.Now().Add(c.cfg.TTL)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var (
+			wg   sync.WaitGroup
+			free atomic.Int32
+		)
+		for _, rdb := range c.rdbs {
+			wg.Go(func() {
+				ectx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
+				defer cancel()
+				if n, err := rdb.Exists(ectx, key).Result(); err == nil && n == 0 {
+					free.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if int(free.Load()) >= quorum {
+			return
+		}
+		sleepReal(ctx, c.cfg.TTL/200)
 	}
 }

@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		procs.begin()
 	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
-	heals := newHealLoss(cfg, plan, rec)
+	heals := newHealLoss(runCtx, cfg, plan, rec)
 	for _, c := range clients {
 		heals.watch(c)
 	}

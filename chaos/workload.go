@@ -205,18 +205,27 @@ func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
 // fencing guard must refuse it. It is recorded as a late-write fault from
 // ended, when the hold was over, since the client acts outside its hold.
 func (c *client) lateWrite(ctx context.Context, h history.Hold, res string, ended time.Time) {
+	if c.awaitHigher(ctx, h, res) {
+		c.write(ctx, h, res)
+		c.rec.FaultAt(fault.LateWrite, c.id, ended, time.Now(), nil)
+	}
+}
+
+// awaitHigher waits, two TTLs at most, until the store has taken a greater
+// token for res than h's, polling every hundredth of a TTL; it reports
+// whether it has.
+func (c *client) awaitHigher(ctx context.Context, h history.Hold, res string) bool {
 	deadline := time.Now().Add(2 * c.cfg.TTL)
 	for time.Now().Before(deadline) {
 		hctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 		top, err := c.store.Highest(hctx, res)
 		cancel()
 		if err == nil && top > h.Token {
-			c.write(ctx, h, res)
-			c.rec.FaultAt(fault.LateWrite, c.id, ended, time.Now(), nil)
-			return
+			return true
 		}
 		sleepReal(ctx, c.cfg.TTL/100)
 	}
+	return false
 }
 
 // sleepReal waits d of real time: the workload's own pacing, not a

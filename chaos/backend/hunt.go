@@ -18,7 +18,8 @@ type episode func(h *hunt, at time.Duration) ([]Step, []Window, time.Duration)
 
 // Episodes of the hunt, in the order of the cycle before the seed shuffles
 // it. The overlapping majorities come twice a cycle: they are what exposes
-// a token taken from a minority of counters.
+// a token taken from a minority of counters; so do the late heals, which
+// need a few acquisitions at the right moment.
 var huntCycle = []episode{
 	(*hunt).overlappingMajorities,
 	(*hunt).amnesiaRotation,
@@ -26,12 +27,17 @@ var huntCycle = []episode{
 	(*hunt).overlappingMajorities,
 	(*hunt).restarts,
 	(*hunt).clockJumps,
+	(*hunt).lateHeals,
+	(*hunt).slowMajority,
+	(*hunt).lateHeals,
+	(*hunt).driftingMajority,
 }
 
 // HuntKinds returns the fault kinds of NewHuntPlan's steps and windows.
 func HuntKinds() []fault.Kind {
 	return []fault.Kind{fault.Partition, fault.RestartWithoutData, fault.LoseReplies,
-		fault.Restart, fault.Kill, fault.ClockSkew, fault.DropHeal}
+		fault.Restart, fault.Kill, fault.ClockSkew, fault.DropHeal, fault.DelayHeal,
+		fault.Latency, fault.ClockDrift}
 }
 
 type hunt struct {
@@ -56,9 +62,18 @@ type hunt struct {
 //   - restarts: nodes restart with their data, or are killed and started
 //     again, under long auto-extended holds;
 //   - clock jumps: a node's clock jumps forward, then (on another restart)
-//     back.
+//     back;
+//   - late heals: the heals clients send to lagging counters arrive a TTL
+//     late, after the counters they lift have moved on (see lateHeals);
+//   - a slow majority: short bursts of latency on a majority, so that an
+//     acquisition takes a good part of the drift allowance and more, and the
+//     next one, after the burst, is fast (see slowMajority);
+//   - a drifting majority: the clocks of a majority run fast, within the
+//     lock's drift allowance (see driftingMajority).
 //
-// Every episode keeps the faulty nodes to a minority at a time. WithMaxTTL
+// Every episode keeps the nodes that are down, or break an assumption, to a
+// minority at a time; latency and a drift within the allowance, which a lock
+// must bear everywhere, reach a majority. WithMaxTTL
 // is required (episodes last a few TTLs, so that holds and expiries happen
 // inside them); WithClockSkews sets the jumps (default "+30s" and "-30s").
 // The same arguments give the same Plan.
@@ -189,4 +204,41 @@ func (h *hunt) clockJumps(at time.Duration) ([]Step, []Window, time.Duration) {
 		at += d
 	}
 	return steps, nil, at
+}
+
+// lateHeals builds the state where a heal that lowers a counter hands out
+// an issued token again. With q = nodes/2+1 and nodes in a seeded order, L
+// is the first nodes-q (a minority), s the next one and R the rest (L and s
+// make a majority, and so do L and R):
+//
+//  1. L is cut off: its counters fall behind;
+//  2. every node is seen again; the heals sent to L's counters now are held
+//     back (fault.DelayHeal), and L stays behind;
+//  3. R is cut off: acquisitions raise L to s's counter, and L and s move
+//     on together; just before the end the held heals land;
+//  4. s is cut off: clients see L and R.
+//
+// A heal that sets the counter rather than raising it puts L back below
+// tokens issued in step 3 (R never saw them), and step 4 draws them again.
+// A heal that only raises does nothing.
+func (h *hunt) lateHeals(at time.Duration) ([]Step, []Window, time.Duration) {
+	q := h.nodes/2 + 1
+	order := h.perm()
+	lagging, shared, rest := order[:h.nodes-q], order[h.nodes-q:q], order[q:]
+	var steps []Step
+	cut := func(nodes []int, d time.Duration) {
+		for _, n := range nodes {
+			steps = append(steps, Step{At: at, For: d, Kind: fault.Partition, Node: n, Fault: Partition{Node: n}})
+		}
+		at += d
+	}
+	cut(lagging, h.between(h.ttl, 3*h.ttl/2))
+	heals := Window{At: at, Kind: fault.DelayHeal}
+	at += h.between(h.ttl, 3*h.ttl/2)
+	cut(rest, h.between(2*h.ttl, 5*h.ttl/2)) // long: the workload's holds are, and L, s must move on
+	// The heals land a fiftieth of a TTL before the view changes: late
+	// enough that an acquisition rarely comes in between to raise L again.
+	heals.For = at - h.ttl/50 - heals.At
+	cut(shared, h.between(h.ttl, 3*h.ttl/2))
+	return steps, []Window{heals}, at
 }

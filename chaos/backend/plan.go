@@ -25,7 +25,7 @@ type Step struct {
 type Plan struct {
 	Seed     uint64
 	Duration time.Duration
-	MaxDown  int // nodes under a fault at once, at most; 0: no limit
+	MaxDown  int // nodes under a fault at once, at most (Run leaves out latency and clock drift); 0: no limit
 	Steps    []Step
 	// Windows are when client-side nemeses are armed: faults that act on
 	// the clients' messages, which Run cannot inject (see Window).
@@ -33,8 +33,9 @@ type Plan struct {
 }
 
 // Window is a stretch of a run during which a fault that acts on the
-// clients' messages (fault.DropHeal) is armed. The workload arms it; Run
-// ignores it.
+// clients' messages (fault.DropHeal: heals sent are lost; fault.DelayHeal:
+// heals sent are held until the window closes) is armed. The workload arms
+// it; Run ignores it.
 type Window struct {
 	At, For time.Duration
 	Kind    fault.Kind
@@ -54,7 +55,9 @@ type planConfig struct {
 
 // WithMaxDown sets how many nodes may be under a fault at the same time.
 // Default: a minority, (nodes-1)/2. Every kind counts, latency and clock
-// skew included: a slow or skewed node is a faulty one. Raising it past a
+// skew included: a slow or skewed node is a faulty one, and NewPlan draws
+// none on more nodes than that (Run, which keeps the limit in real time,
+// lets tolerated faults that keep a node up pass: see Run). Raising it past a
 // minority tests what happens when the algorithm's assumptions fail.
 func WithMaxDown(n int) PlanOption { return func(c *planConfig) { c.maxDown = n } }
 

@@ -44,7 +44,10 @@ func WithCleanupTimeout(d time.Duration) RunOption {
 // planned. Run keeps the plan's promises in real time, where a slow restart
 // or undo can run past its planned end: a step waits until its node is free
 // of the step before it, and until fewer than p.MaxDown nodes are under a
-// fault (MaxDown 0: no limit), so it may start late, never early. A step
+// fault (MaxDown 0: no limit), so it may start late, never early. Faults
+// that keep their node up and break no assumption (latency, a clock drift
+// within the allowance: see countsDown) do not count toward MaxDown: a lock
+// must bear them on every node at once. A step
 // with no undo (a restart) keeps its node for its For all the same.
 //
 // record (if not nil) gets one FaultEvent per fault when it is over; calls
@@ -86,12 +89,12 @@ type runner struct {
 
 	mu    sync.Mutex // protects errs, busy, freed; serialises record
 	errs  []error
-	busy  map[int]bool  // nodes under a fault
+	busy  map[int]bool  // nodes under a fault -> whether it counts toward maxDown
 	freed chan struct{} // closed and replaced when a node is freed
 }
 
 func (r *runner) step(ctx context.Context, s Step) {
-	if r.claim(ctx, s.Node) != nil {
+	if r.claim(ctx, s.Node, countsDown(s.Kind)) != nil {
 		return // the run ended before this fault could start
 	}
 	defer r.free(s.Node)
@@ -118,13 +121,14 @@ func (r *runner) step(ctx context.Context, s Step) {
 	r.report(s, ev)
 }
 
-// claim waits until node is free and fewer than maxDown nodes are busy, and
-// marks node busy.
-func (r *runner) claim(ctx context.Context, node int) error {
+// claim waits until node is free and, if down, until fewer than maxDown
+// nodes are under a fault that counts, and marks node busy.
+func (r *runner) claim(ctx context.Context, node int, down bool) error {
 	for {
 		r.mu.Lock()
-		if !r.busy[node] && (r.maxDown <= 0 || len(r.busy) < r.maxDown) {
-			r.busy[node] = true
+		_, busy := r.busy[node]
+		if !busy && (!down || r.maxDown <= 0 || r.downLocked() < r.maxDown) {
+			r.busy[node] = down
 			r.mu.Unlock()
 			return nil
 		}
@@ -136,6 +140,24 @@ func (r *runner) claim(ctx context.Context, node int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// downLocked counts the busy nodes that count toward maxDown.
+func (r *runner) downLocked() int {
+	n := 0
+	for _, down := range r.busy {
+		if down {
+			n++
+		}
+	}
+	return n
+}
+
+// countsDown reports whether a fault of kind counts toward a plan's
+// MaxDown: every kind but those that keep their node serving and break no
+// assumption (a kind this package does not know counts).
+func countsDown(kind fault.Kind) bool {
+	return !kind.Known() || kind.TakesNodeDown() || kind.BreaksAssumptions() || kind.ClientSide()
 }
 
 func (r *runner) free(node int) {

@@ -311,3 +311,48 @@ func TestRunKeepsLimitsWhenUndoIsLate(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLetsToleratedUpFaultsPastMaxDown: latency and a clock drift within
+// the allowance keep their nodes serving and break no assumption, so they
+// reach a majority even with MaxDown a minority; a partition waits for room.
+func TestRunLetsToleratedUpFaultsPastMaxDown(t *testing.T) {
+	f := clock.NewFake(time.Unix(0, 0))
+	b := &recBackend{n: 5}
+	p := backend.Plan{Duration: time.Hour, MaxDown: 1, Steps: []backend.Step{
+		{At: 0, For: time.Minute, Kind: fault.Partition, Node: 0, Fault: backend.Partition{Node: 0}},
+		{At: time.Second, For: time.Minute, Kind: fault.Latency, Node: 1, Fault: backend.Latency{Node: 1, D: time.Millisecond}},
+		{At: time.Second, For: time.Minute, Kind: fault.ClockDrift, Node: 2, Fault: backend.ClockSkew{Node: 2, Spec: backend.DriftSpec}},
+		{At: time.Second, For: time.Minute, Kind: fault.Partition, Node: 3, Fault: backend.Partition{Node: 3}},
+	}}
+	done := make(chan error, 1)
+	go func() { done <- backend.Run(t.Context(), b, p, nil, backend.WithClock(f)) }()
+	if err := f.BlockUntilContext(t.Context(), 2); err != nil { // partition 0 held, main loop waiting
+		t.Fatal(err)
+	}
+	f.Advance(time.Second)
+	// Partition 0 and the latency and drift are held (3 sleepers); the second
+	// partition waits for room, not on the clock.
+	if err := f.BlockUntilContext(t.Context(), 3); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		runtime.Gosched()
+	}
+	want := []string{"partition 0", "latency 1 1ms", `skew 2 "+0 x1.01"`}
+	got := b.took()
+	slices.Sort(got[1:])
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	f.Advance(time.Minute) // all three undone; the partition of 3 starts
+	if err := f.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.took(); !slices.Contains(got, "partition 3") || slices.Index(got, "partition 3") < slices.Index(got, "heal 0") {
+		t.Fatalf("partition 3 did not wait for node 0's heal: %q", got)
+	}
+}

@@ -34,6 +34,8 @@ const (
 	LoseReplies        Kind = "lose-replies"         // requests reach the node and are applied, every reply is dropped, held, then healed
 	LateWrite          Kind = "late-write"           // a former holder writes with its old token after its hold ended
 	DropHeal           Kind = "drop-heal"            // the heals clients send to lagging fence counters are lost on the way to the node
+	DelayHeal          Kind = "delay-heal"           // the heals clients send to lagging fence counters reach the node about a TTL late
+	ClockDrift         Kind = "clock-drift"          // the node's clock runs fast within the lock's drift allowance (libfaketime), held, then real again
 )
 
 // traits is what the table says of a kind.
@@ -63,6 +65,8 @@ var table = []struct {
 	{LoseReplies, traits{down: true}},
 	{LateWrite, traits{client: true, breaks: true}},
 	{DropHeal, traits{}},
+	{DelayHeal, traits{}},
+	{ClockDrift, traits{}},
 }
 
 func (k Kind) traits() (traits, bool) {

@@ -22,7 +22,7 @@ const (
 // Property is a property the checker verifies.
 type Property string
 
-// The properties: five safety properties, and three of liveness (see
+// The properties: six safety properties, and three of liveness (see
 // Liveness, Starvation and Handover).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
@@ -30,9 +30,13 @@ const (
 	DuplicateTokens     Property = "duplicate_tokens"
 	StaleWritesAccepted Property = "stale_writes_accepted"
 	LostWrites          Property = "lost_writes"
-	LivenessStall       Property = "liveness"   // a key free and wanted, with a quorum up, for too long
-	LivenessStarvation  Property = "starvation" // a client that waited too long for a key others kept getting
-	SlowHandover        Property = "handover"   // a key handed on from a release to its waiters too slowly
+	// ResurrectedHold is an extension that succeeded after another hold of
+	// the key was acquired past the extended hold's validity (see
+	// resurrectedHolds): a lock that re-creates vanished keys.
+	ResurrectedHold    Property = "resurrected_hold"
+	LivenessStall      Property = "liveness"   // a key free and wanted, with a quorum up, for too long
+	LivenessStarvation Property = "starvation" // a client that waited too long for a key others kept getting
+	SlowHandover       Property = "handover"   // a key handed on from a release to its waiters too slowly
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -45,6 +49,7 @@ type Counts struct {
 	DuplicateTokens     int `json:"duplicate_tokens"`
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	LostWrites          int `json:"lost_writes"`
+	ResurrectedHolds    int `json:"resurrected_hold"`
 	Liveness            int `json:"liveness"`
 	Starvation          int `json:"starvation"`
 	Handover            int `json:"handover"`
@@ -52,7 +57,8 @@ type Counts struct {
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
-	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites + c.Liveness + c.Starvation + c.Handover
+	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites +
+		c.ResurrectedHolds + c.Liveness + c.Starvation + c.Handover
 }
 
 // Get returns the count of p.
@@ -70,6 +76,8 @@ func (c *Counts) field(p Property) *int {
 		return &c.StaleWritesAccepted
 	case LostWrites:
 		return &c.LostWrites
+	case ResurrectedHold:
+		return &c.ResurrectedHolds
 	case LivenessStall:
 		return &c.Liveness
 	case LivenessStarvation:
@@ -82,7 +90,7 @@ func (c *Counts) field(p Property) *int {
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, LivenessStall, LivenessStarvation, SlowHandover}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall, LivenessStarvation, SlowHandover}
 }
 
 // Violation is one breach of a property.
@@ -147,7 +155,8 @@ type CheckOptions struct {
 // that run at about the same rate and on nodes keeping their keys (every
 // kind of fault.AssumptionBreaking); token order and uniqueness rest only on
 // nodes keeping their fence counters (every kind that LosesData, the delayed
-// restart included).
+// restart included); a resurrected hold rests on no assumption at all (see
+// resurrectedHolds), and is excused, to be safe, under the same kinds.
 func DefaultExpected() map[Property][]fault.Kind {
 	var losers []fault.Kind
 	for _, k := range fault.Kinds() {
@@ -165,6 +174,7 @@ func DefaultExpected() map[Property][]fault.Kind {
 		MutualExclusion: fault.AssumptionBreaking(),
 		FencingOrder:    losers,
 		DuplicateTokens: slices.Clone(losers),
+		ResurrectedHold: slices.Clone(losers),
 		// A node whose clock runs slow keeps a key past its TTL, a paused
 		// holder keeps it to its end: waiters stall, as the fault explains.
 		LivenessStall: fault.AssumptionBreaking(),
@@ -258,6 +268,7 @@ func Check(h History, opts CheckOptions) Result {
 	vs := mutualExclusion(spans, opts.Epsilon)
 	vs = append(vs, fencingOrder(h)...)
 	vs = append(vs, duplicateTokens(h)...)
+	vs = append(vs, resurrectedHolds(h)...)
 	vs = append(vs, staleWrites(h)...)
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)

@@ -4,8 +4,9 @@
 // on one monotonic clock that starts with the run; a Recorder builds it from many
 // goroutines at once. Check reads a History and nothing else: it derives the
 // interval during which each client believed it held the lock, and reports
-// mutual exclusion, fencing order, duplicate tokens, stale writes accepted and
-// acknowledged writes lost, each violation attributed to the faults active
+// mutual exclusion, fencing order, duplicate tokens, stale writes accepted,
+// acknowledged writes lost and holds an extension brought back after another
+// hold was acquired, each violation attributed to the faults active
 // around it, plus the longest stall while a quorum was up, the worst wait of
 // one client for a key that others kept getting (starvation) and how fast keys
 // went from a release to the clients waiting for them (handover). The verdict has

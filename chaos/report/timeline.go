@@ -181,7 +181,7 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 	for i, v := range vs {
 		id, class := fmt.Sprintf("v%d", i+1), violationClass(v)
 		switch v.Property {
-		case history.MutualExclusion, history.FencingOrder, history.DuplicateTokens:
+		case history.MutualExclusion, history.FencingOrder, history.DuplicateTokens, history.ResurrectedHold:
 			for _, op := range v.Ops {
 				if bad[op] != "bad" {
 					bad[op] = class

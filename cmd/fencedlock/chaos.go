@@ -26,8 +26,10 @@ const chaosHeader = `Usage:
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
 schedule; then checks the history for mutual exclusion, fencing order,
-duplicate tokens, stale writes accepted, lost writes and liveness (stalls,
-starved clients, and keys slow to pass from a release to their waiters).
+duplicate tokens, stale writes accepted, lost writes, resurrected holds
+(an extend that succeeds after another client acquired past its validity)
+and liveness (stalls, starved clients, and keys slow to pass from a release
+to their waiters).
 
 The clients are goroutines of this process, unless --client-procs: then each
 is a process of its own (this binary, started again), on this machine, that
@@ -47,11 +49,12 @@ var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated one
   hunt                  the hunt profile instead of a list: a seeded schedule of
                         episodes that build the states where lock protocols
                         break (overlapping majorities, amnesia rotation, lost
-                        replies, restarts under long holds, clock jumps), a
-                        node cut off right after a lagging grant, and a
-                        workload on three keys (two share a fence counter)
-                        with extensions, holds to and past their validity,
-                        and late writes by former holders
+                        replies, restarts under long holds, clock jumps, late
+                        heals, latency bursts and a clock drift within the
+                        allowance on a majority), a node cut off right after
+                        a lagging grant, and a workload on three keys (two
+                        share a fence counter) with extensions, holds to and
+                        past their validity, and late writes by former holders
 
 Exit status:
   0  verdict ok: no violation the faults do not explain

@@ -138,6 +138,16 @@ func TestWokenHeadLetsAnAnnouncedHoldPass(t *testing.T) {
 	}
 	defer func() { _ = res.l.Unlock(context.Background()) }()
 	sets += int64(len(r.clients))
+	// Lock returns at a quorum: let the last asks land before counting.
+	for i, rc := range r.clients {
+		for rc.Get(ctx, key).Val() != res.l.Value() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("node %d never granted the waiter's last ask: %v", i, ctx.Err())
+			case <-time.After(time.Millisecond): // polling the node
+			}
+		}
+	}
 	if got := setCalls(t, r); got != sets {
 		t.Errorf("%d SETs on the nodes, want %d: the waiter asked when H's release woke it, though X had been granted a quorum", got, sets)
 	}

@@ -79,7 +79,7 @@ func holdValue(since time.Time, id [4]byte) string {
 }
 
 // clientOf is the id of the Client that made value, as holdValue wrote it:
-// its last eight characters.
+// its last eight characters, the id's bytes in hex.
 func clientOf(value string) string {
 	return value[max(0, len(value)-8):]
 }

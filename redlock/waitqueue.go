@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ type keyQueue struct {
 const sharedFor = time.Second
 
 func newWaitQueues(c *Client) *waitQueues {
-	w := &waitQueues{c: c, queues: make(map[string]*keyQueue), self: clientOf(holdValue(time.Time{}, c.id))}
+	w := &waitQueues{c: c, queues: make(map[string]*keyQueue), self: hex.EncodeToString(c.id[:])}
 	w.subs = make([]*subscriber, len(c.nodes))
 	for i := range c.nodes {
 		w.subs[i] = newSubscriber(c, i, w)

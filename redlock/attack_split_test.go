@@ -211,22 +211,7 @@ func TestAttackSplitContendersStaySafe(t *testing.T) {
 				t.Cleanup(func() { _ = r.procs[4].Resume() })
 			}
 			const k = 4
-			clients := make([]*redlock.Client, k)
-			for i := range clients {
-				nodes := make([]redis.UniversalClient, len(r.procs))
-				for j, p := range r.procs {
-					rc := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, DialTimeout: nodeTimeout,
-						ContextTimeoutEnabled: true})
-					t.Cleanup(func() { _ = rc.Close() })
-					nodes[j] = rc
-				}
-				c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = c.Close() })
-				clients[i] = c
-			}
+			clients := separateClients(t, r, k, nodeTimeout)
 			var (
 				mu     sync.Mutex // protects tokens, inside
 				tokens []uint64

@@ -20,10 +20,9 @@ type contention struct {
 	perClient       []int64
 }
 
-// contend runs k separate Clients (as k processes would be) that loop Lock,
-// hold for hold, Unlock on one key for d, and counts the holds granted, per
-// client too, and the Lock calls that gave up after lockTimeout.
-func contend(t *testing.T, r *rig, k int, ttl, nodeTimeout, lockTimeout, hold, d time.Duration) contention {
+// separateClients returns k Clients on r's nodes, each with redis clients
+// of its own, as k processes would have.
+func separateClients(t *testing.T, r *rig, k int, nodeTimeout time.Duration) []*redlock.Client {
 	t.Helper()
 	clients := make([]*redlock.Client, k)
 	for i := range clients {
@@ -41,6 +40,15 @@ func contend(t *testing.T, r *rig, k int, ttl, nodeTimeout, lockTimeout, hold, d
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
 	}
+	return clients
+}
+
+// contend runs k separate Clients (as k processes would be) that loop Lock,
+// hold for hold, Unlock on one key for d, and counts the holds granted, per
+// client too, and the Lock calls that gave up after lockTimeout.
+func contend(t *testing.T, r *rig, k int, ttl, nodeTimeout, lockTimeout, hold, d time.Duration) contention {
+	t.Helper()
+	clients := separateClients(t, r, k, nodeTimeout)
 	var (
 		ok, bad atomic.Int64
 		inside  atomic.Int32

@@ -506,16 +506,11 @@ func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
 	q.presentTo = (q.presentTo + 1) % len(c.nodes)
 	node := c.nodes[q.presentTo].rdb
 	w.mu.Unlock()
-	select {
-	case <-c.closing:
-		return
-	default:
-	}
 	c.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		select {
-		case <-c.closing: // Close came after the look above
+		case <-c.closing: // Close came after the look at closed above
 			return
 		default:
 		}

@@ -184,10 +184,19 @@ func TestRecorderConcurrent(t *testing.T) {
 			}
 			wg.Wait()
 			rec.FinalStore("r", log)
-			// Holds here last microseconds: count any overlap at all.
-			res := Check(rec.History(), CheckOptions{Epsilon: time.Nanosecond})
+			// Holds here last microseconds: count any overlap at all. A
+			// release here is a Go mutex's Unlock, microseconds, while a
+			// goroutine that a loaded machine's scheduler holds back takes
+			// the mutex next many times that: the handover default (five
+			// release latencies, made for round trips to Redis) would judge
+			// the scheduler. The handovers are still measured; their
+			// judgement has its own tests (handover_test.go).
+			res := Check(rec.History(), CheckOptions{Epsilon: time.Nanosecond, HandoverThreshold: time.Hour})
 			if res.Verdict != tc.verdict || res.Acquisitions != clients*rounds || res.Writes != clients*rounds {
 				t.Fatalf("verdict %s (%s), %d acquisitions, %d writes", res.Verdict, res.Reason, res.Acquisitions, res.Writes)
+			}
+			if tc.locked && (!res.Handover.Checked || res.Handover.Samples == 0) {
+				t.Errorf("no handover measured among %d clients contending: %+v", clients, res.Handover)
 			}
 			if !tc.locked && res.Found.MutualExclusion < clients-1 {
 				t.Errorf("found %d overlaps, want at least %d", res.Found.MutualExclusion, clients-1)

@@ -69,7 +69,25 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		tried, took = true, time.Since(start)
 	}
 	q, w := c.waiters.join(key)
-	defer func() { c.waiters.leave(key, q, w, l != nil) }()
+	defer func() {
+		var until time.Time
+		if l != nil {
+			until = l.Until()
+		}
+		c.waiters.leave(key, q, w, until)
+	}()
+	var (
+		offer *handoff // this head's offer to be handed the key (see handoff)
+		taken bool     // its result was taken
+	)
+	defer func() { // before leave: the next head must not see the offer
+		if offer == nil {
+			return
+		}
+		if r := c.waiters.withdraw(q, offer, taken); r != nil && r.l != nil {
+			_ = r.l.Unlock(context.WithoutCancel(ctx)) // handed a hold after all: not this caller's
+		}
+	}()
 	if tried {
 		c.waiters.tried(q, took, hint > 0, granted)
 	}
@@ -101,6 +119,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		default:
 			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
 		}
+		skip := false // the backoff ran out on a key another process holds
 		if !now {
 			if hint > 0 {
 				// Refused by another value: a holder, or the winner of a
@@ -115,16 +134,37 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// hint, and arriving together splits the nodes' votes.
 				d = hint + rand.N(2*time.Millisecond)
 			}
+			offer, taken = c.waiters.offer(q, ctx, ttl, lc), false
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
-				left, woken, serr := c.sleep(ctx, q.released, d)
+				left, woken, serr := c.sleep(ctx, q.released, offer.ready, d)
+				if errors.Is(serr, errHanded) {
+					break
+				}
 				if serr != nil {
 					return nil, serr
 				}
 				if !woken {
+					// The backoff ran out. By the nodes' announcements,
+					// another process may hold the key (an ask would be
+					// refused: count it as one, and sleep the next
+					// backoff); so may this one, or it just released it
+					// (see ownBusy); or a release may have named another
+					// Client's turn (an ask would split the votes with
+					// it: yield to it, as if woken).
+					if c.waiters.letPass(q, ttl) || c.waiters.ownBusy(q) {
+						skip = true
+						break
+					}
+					if next, mine := c.waiters.named(q); next == "" || mine {
+						break
+					}
+					left = c.yield()
+				}
+				passed, serr := c.stagger(ctx, q, offer.ready, lc.since, ttl, left)
+				if errors.Is(serr, errHanded) {
 					break
 				}
-				passed, serr := c.stagger(ctx, q, lc.since, left)
 				if serr != nil {
 					return nil, serr
 				}
@@ -135,6 +175,32 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// its turn: asking now would only be refused. Wait for
 				// that hold's release, as before.
 			}
+		}
+		if offer != nil && c.waiters.unoffer(q, offer) {
+			// This process's holder claimed the offer and makes the
+			// attempt for this head: wait for it instead of asking too.
+			select {
+			case <-offer.ready:
+			case <-ctx.Done():
+				return nil, errors.Join(ErrNotAcquired, ctx.Err())
+			case <-c.closing:
+				return nil, errors.Join(ErrNotAcquired, errClosed)
+			}
+			r := offer.res
+			offer, taken = nil, true
+			l, err = r.l, r.err
+			hint, granted = r.f.holderTTL, r.f.granted
+			c.waiters.tried(q, took, hint > 0, granted)
+			tried = true
+			if err == nil || !retryable(ctx, err) {
+				return l, withCtx(ctx, err)
+			}
+			continue
+		}
+		offer = nil
+		if skip {
+			hint, tried = 0, true
+			continue
 		}
 		now = false
 		c.waiters.drain(q)
@@ -241,6 +307,7 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 
 var (
 	errClosed        = errors.New("redlock: client closed")
+	errHanded        = errors.New("redlock: handed the key") // a head's offer was taken up (never returned)
 	errNoValidity    = errors.New("redlock: quorum reached after the validity ran out")
 	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
 )
@@ -264,7 +331,7 @@ func withCtx(ctx context.Context, err error) error {
 
 // sleep waits d on the client's clock, or until a release is announced;
 // woken, it reports what was left of d.
-func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Duration) (left time.Duration, woken bool, err error) {
+func (c *Client) sleep(ctx context.Context, released, handed <-chan struct{}, d time.Duration) (left time.Duration, woken bool, err error) {
 	if d <= 0 {
 		return 0, false, nil
 	}
@@ -276,6 +343,8 @@ func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Dur
 		return 0, false, nil
 	case <-released:
 		return d - c.cfg.clock.Since(start), true, nil
+	case <-handed:
+		return 0, false, errHanded
 	case <-ctx.Done():
 		return 0, false, errors.Join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
@@ -283,28 +352,83 @@ func (c *Client) sleep(ctx context.Context, released <-chan struct{}, d time.Dur
 	}
 }
 
-// stagger holds a head that a release woke for its random part of the
-// spread (see waitQueues.spread), at most left — what was left of its
-// sleep: the messages behind the spread (how many processes contend) may
-// be forged, and must not hold a head past its backoff. It reports whether
-// another process took the key meanwhile, by a quorum of announced grants:
-// then the head lets that hold pass, rearmed for its release
-// (waitQueues.letPass).
-func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time, left time.Duration) (passed bool, err error) {
-	d := min(c.waiters.spread(q, since), left)
-	if d <= 0 {
+// stagger holds a head that a release woke until it is its turn to ask.
+// When the release named the Client whose turn it is (see
+// waitQueues.successorLocked), the head of that Client asks at once and
+// the others yield: they wait for its grants, at most yieldRTTs round trips
+// to a quorum. Else, or when the named Client did not take the key in that
+// time, the head waits its random part of the spread (see
+// waitQueues.spread). A release heard meanwhile may name another Client,
+// or this one: the head looks again at each. All of it lasts at most left
+// — what was left of its sleep: the messages behind the waits (who is
+// named, how many processes contend) may be forged, and must not hold a
+// head past its backoff. It reports whether another process took the key
+// meanwhile, by a quorum of announced grants: then the head lets that hold
+// pass, rearmed for its release (waitQueues.letPass).
+func (c *Client) stagger(ctx context.Context, q *keyQueue, handed <-chan struct{}, since time.Time, ttl, left time.Duration) (passed bool, err error) {
+	if left <= 0 {
 		return false, nil
 	}
-	t := time.NewTimer(d) // network waits are real time
+	yield := c.yield()
+	var (
+		end              = time.Now().Add(left) // network waits are real time
+		yieldTo          string                 // the Client yielded to
+		yieldEnd         time.Time
+		spreading        bool
+		spreadEnd, until time.Time
+		t                = time.NewTimer(left)
+	)
 	defer t.Stop()
 	for {
+		next, mine := c.waiters.named(q)
+		now := time.Now()
+		switch {
+		case mine:
+			return false, nil
+		case next == "" && yieldTo == "" && c.waiters.ownBusy(q):
+			// This process holds the key, or its release is still to be
+			// announced by enough nodes, with the name of whose turn it is.
+			yieldTo, yieldEnd, spreading = ownTurn, now.Add(yield), false
+			if end.Before(yieldEnd) {
+				end = yieldEnd
+			}
+		case next != "" && next != yieldTo:
+			if (yieldTo == "" || yieldTo == ownTurn) && end.Before(now.Add(yield)) {
+				// The named Client's turn outlasts this head's backoff:
+				// once per wake, not to ask into its attempt.
+				end = now.Add(yield)
+			}
+			yieldTo, yieldEnd, spreading = next, now.Add(yield), false
+		}
+		if !spreading && (yieldTo == "" || !now.Before(yieldEnd)) {
+			if yieldTo != "" {
+			} else {
+			}
+			spreading, spreadEnd = true, now.Add(c.waiters.spread(q, since))
+		}
+		until = yieldEnd
+		if spreading {
+			until = spreadEnd
+		}
+		if until.After(end) {
+			until = end
+		}
+		if !now.Before(until) {
+			if spreading || until == end {
+				return c.waiters.letPass(q, ttl), nil
+			}
+			continue // the yield is over: spread
+		}
+		t.Reset(until.Sub(now))
 		select {
 		case <-t.C:
-			return c.waiters.letPass(q), nil
 		case <-q.granted:
-			if c.waiters.letPass(q) {
+			if c.waiters.letPass(q, ttl) {
 				return true, nil
 			}
+		case <-q.released: // look again at who is named
+		case <-handed:
+			return false, errHanded
 		case <-ctx.Done():
 			return false, errors.Join(ErrNotAcquired, ctx.Err())
 		case <-c.closing:
@@ -312,3 +436,26 @@ func (c *Client) stagger(ctx context.Context, q *keyQueue, since time.Time, left
 		}
 	}
 }
+
+// ownTurn stands in stagger for a name still to come with this process's
+// own release.
+const ownTurn = "\x00own"
+
+// yield is how long a head waits for the named Client (see stagger).
+func (c *Client) yield() time.Duration {
+	return max(yieldRTTs*time.Duration(c.rtt.Load()), yieldAtLeast)
+}
+
+// yieldRTTs is how many round trips to a quorum a head waits for the
+// grants of the Client a release named, before it asks itself, and at
+// least yieldAtLeast: the named Client hears of the release when the
+// others do, and takes the key in about one round trip — several on a
+// loaded machine, whose scheduler holds the named head back now and then
+// (measured under -race: with 16 round trips and 2ms, the releaser's own
+// head took the key back after one yield in ten). The yield runs out only
+// when the named Client no longer waits: it is named until its last
+// presence is sharedFor old (see successorLocked).
+const (
+	yieldRTTs    = 32
+	yieldAtLeast = 5 * time.Millisecond
+)

@@ -3,6 +3,7 @@ package redlock
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // A head that finds the key taken lets the hold pass and waits for its
@@ -34,7 +35,7 @@ func TestAttack2PassNeverLosesTheRelease(t *testing.T) {
 				w.deliver(i, channel, "second-holder", false)
 			}
 		})
-		passed := w.letPass(q)
+		passed := w.letPass(q, time.Minute)
 		wg.Wait()
 		if passed {
 			select {
@@ -43,7 +44,7 @@ func TestAttack2PassNeverLosesTheRelease(t *testing.T) {
 				lost++
 			}
 		}
-		w.leave(key, q, me, false)
+		w.leave(key, q, me, time.Time{})
 		w.mu.Lock()
 		delete(w.queues, key)
 		w.idle = nil

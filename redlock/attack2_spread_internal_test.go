@@ -54,7 +54,7 @@ func TestAttack2SpreadStaysInRange(t *testing.T) {
 // announced that they wait): forged by the hundred, they must not hold a
 // woken head past what was left of its sleep, its backoff.
 func TestAttack2SpreadEndsWithTheBackoff(t *testing.T) {
-	c := &Client{nodes: make([]node, 3), quorum: 2, closing: make(chan struct{})}
+	c := &Client{nodes: make([]node, 3), quorum: 2, closing: make(chan struct{}), cfg: defaultConfig()}
 	c.rtt.Store(int64(50 * time.Millisecond))
 	c.waiters = newWaitQueues(c)
 	q, _ := c.waiters.join("k")
@@ -68,7 +68,7 @@ func TestAttack2SpreadEndsWithTheBackoff(t *testing.T) {
 	const left = 20 * time.Millisecond
 	for range 5 {
 		start := time.Now()
-		if _, err := c.stagger(t.Context(), q, time.Now(), left); err != nil {
+		if _, err := c.stagger(t.Context(), q, nil, time.Now(), time.Minute, left); err != nil {
 			t.Fatal(err)
 		}
 		// A loaded machine may run the timer late, never by seconds.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type reply struct {
 	counter   uint64        // the node's fence counter (after its INCR when granted)
 	holderTTL time.Duration // refused: what the holder's key has left
 	holder    string        // refused: the value that holds the key
+	had       bool          // a transfer's reply: the old hold was there, and is released
 	err       error
 }
 
@@ -49,6 +51,7 @@ type attempt struct {
 	timeout time.Duration // each node call's deadline
 	keys    []string      // the scripts' KEYS: lock key, fence counter
 	replies chan reply    // every answer, for the deciding caller
+	from    string        // a transfer's old value (see transfer.lua); "" for an acquire
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
@@ -59,6 +62,8 @@ type attempt struct {
 	settled  chan struct{} // closed when pending is 0 after a decision
 	closed   bool          // settled is closed
 	deadline time.Time     // real time by which every acquire call completes
+	had      []bool        // a transfer: node i released the old hold
+	asked    bool          // the first ask went out
 }
 
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
@@ -84,7 +89,7 @@ func clientOf(value string) string {
 	return value[max(0, len(value)-8):]
 }
 
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time) *attempt {
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from string) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
 		c:        c,
@@ -98,6 +103,8 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time) *a
 		answered: make([]bool, n),
 		latest:   make([]reply, n),
 		settled:  make(chan struct{}),
+		from:     from,
+		had:      make([]bool, n),
 	}
 	a.ask(c.all)
 	return a
@@ -113,7 +120,13 @@ func (a *attempt) ask(nodes []int) {
 	a.mu.Lock()
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout) // network waits are real time
+	first := a.from != "" && !a.asked
+	a.asked = true
 	a.mu.Unlock()
+	if first { // a transfer's first ask; a split vote's winner asks again with acquire.lua
+		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from).start()
+		return
+	}
 	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds(), releaseChannel(a.key)).start()
 }
 
@@ -123,6 +136,7 @@ func (a *attempt) answer(i int, v any, err error) {
 	r := a.parse(i, v, err)
 	a.mu.Lock()
 	a.answered[i], a.latest[i] = true, r
+	a.had[i] = a.had[i] || r.had
 	state, token := a.state, a.token
 	a.pending--
 	a.maybeSettleLocked()
@@ -132,10 +146,15 @@ func (a *attempt) answer(i int, v any, err error) {
 }
 
 // parse reads an acquire script's reply: {1, counter} or {0, pttl,
-// counter, holder}, counters as decimal strings (exact past 2^53).
+// counter, holder}, counters as decimal strings (exact past 2^53); a
+// transfer's has one more element (see transfer.lua).
 func (a *attempt) parse(i int, v any, err error) reply {
 	r := reply{node: i}
 	res, _ := v.([]any)
+	if n := len(res); a.from != "" && (n == 3 || n == 5) {
+		r.had = asInt(res[n-1]) == 1
+		res = res[:n-1]
+	}
 	switch {
 	case err != nil && strings.Contains(err.Error(), "fence counter") && strings.Contains(err.Error(), "exhausted"):
 		r.err = a.c.nodeErr(i, fmt.Errorf("%w: %v", ErrTokenExhausted, err))
@@ -176,7 +195,11 @@ func asCounter(v any) (uint64, error) {
 // on; a hold that is on keeps it, and Unlock's release (sent to every node
 // that failed) or the TTL removes it.
 func (a *attempt) late(i int, v any) {
-	if r := a.parse(i, v, nil); !r.granted {
+	r := a.parse(i, v, nil)
+	a.mu.Lock()
+	a.had[i] = a.had[i] || r.had
+	a.mu.Unlock()
+	if !r.granted {
 		return
 	}
 	a.mu.Lock()
@@ -335,6 +358,28 @@ func (a *attempt) release(i int) (bool, error) {
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
+	return c.try(ctx, key, ttl, lc, "", nil)
+}
+
+// waitDeadline is when every acquire call of a has completed, at the latest.
+func (a *attempt) waitDeadline() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deadline
+}
+
+// released reports the nodes whose answer so far says that a transfer
+// released the old hold there.
+func (a *attempt) released() []bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.had)
+}
+
+// try is tryOnce, or with from a transfer (see transfer.lua): the same
+// attempt, whose first ask also releases the hold of value from. started,
+// when not nil, is set to the attempt once it is.
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, from string, started **attempt) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, errors.Join(ErrNotAcquired, err)
 	}
@@ -350,7 +395,10 @@ func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc 
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since)
+	a := c.startAttempt(key, ttl, lc.since, from)
+	if started != nil {
+		*started = a
+	}
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		grace    <-chan time.Time // runs from the first refusal

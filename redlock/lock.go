@@ -230,17 +230,94 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
 		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
-	deferred := c.waiters.releasing(l.a.key, l.a.value)
-	oks, refused, errs, ctxErr := c.fanout(ctx, held, c.quorum, l.a.timeout,
-		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key))
-	c.waiters.wake(l.a.key, deferred)
+	if h := c.waiters.claim(l.a.key); h != nil {
+		return l.handOn(ctx, h, held)
+	}
+	return l.release(ctx, held, nil)
+}
+
+// handOn is Unlock handing the key on to this process's head that waits
+// for it (see handoff): the head's attempt, made here as a transfer,
+// releases this hold on the nodes where it still is. The nodes where the
+// transfer did not say so (it failed there, or the attempt ended before
+// their answers) get a plain release after it, which a key's calls reach
+// in order.
+func (l *Lock) handOn(ctx context.Context, h *handoff, held []int) error {
+	c := l.a.c
+	var a *attempt
+	nl, f, err := c.try(h.ctx, l.a.key, h.ttl, h.lc, l.a.value, &a)
+	if !c.waiters.handed(h, handoffResult{l: nl, f: f, err: err}) && nl != nil {
+		_ = nl.Unlock(context.WithoutCancel(ctx)) // its head left meanwhile
+	}
+	// The nodes of held where the transfer released this hold, as far as
+	// its answers say (more may say so later).
+	transferred := func() (n int, rest []int) {
+		if a == nil {
+			return 0, held
+		}
+		had := a.released()
+		for _, i := range held {
+			if had[i] {
+				n++
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		return n, rest
+	}
+	n, rest := transferred()
+	if a != nil && n < c.quorum {
+		// The attempt decided on the first quorum of grants: a node where
+		// this hold was missing (its own grant was late, or lost) may be
+		// among them. The others answer about now.
+		t := time.NewTimer(max(time.Until(a.waitDeadline()), 0))
+		defer t.Stop()
+	wait:
+		for n < c.quorum {
+			select {
+			case <-a.replies:
+			case <-a.settled:
+				n, rest = transferred()
+				break wait
+			case <-t.C:
+				break wait
+			}
+			n, rest = transferred()
+		}
+	}
+	if n >= c.quorum {
+		c.cfg.observer.Released(l.a.key, l.token)
+		return nil
+	}
+	return l.release(ctx, rest, func() int { n, _ := transferred(); return n })
+}
+
+// release is Unlock's compare-and-delete on nodes. After a transfer (see
+// handOn), already counts the nodes where it released the hold: a late
+// answer may add some while the release runs (and the release then finds
+// nothing there).
+func (l *Lock) release(ctx context.Context, nodes []int, already func() int) error {
+	c := l.a.c
+	before := 0
+	if already != nil {
+		before = already()
+	}
+	deferred, next := c.waiters.releasing(l.a.key, l.a.value)
+	oks, refused, errs, ctxErr := c.fanout(ctx, nodes, max(c.quorum-before, 0), l.a.timeout,
+		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key), next)
+	c.waiters.wake(l.a.key, l.a.value, deferred)
+	if already != nil {
+		n := already()
+		oks, refused = oks+n, max(refused-(n-before), 0)
+	}
+	held := len(nodes) + before
 	switch {
 	case oks >= c.quorum:
 		c.cfg.observer.Released(l.a.key, l.token)
 		return nil
 	case ctxErr != nil:
 		return ctxErr
-	case len(held)-refused >= c.quorum && len(errs) > 0:
+	case held-refused >= c.quorum && len(errs) > 0:
 		// Nodes that failed may still have held it: not known to be lost,
 		// not known to be released (it expires at its TTL).
 		return errors.Join(errs...)

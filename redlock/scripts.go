@@ -24,6 +24,10 @@ var (
 	extendLua    string
 	extendScript = redis.NewScript(extendLua)
 
+	//go:embed scripts/transfer.lua
+	transferLua    string
+	transferScript = redis.NewScript(transferLua)
+
 	//go:embed scripts/release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)

@@ -3,8 +3,10 @@ package redlock
 import (
 	"context"
 	"encoding/hex"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,13 +47,21 @@ type keyQueue struct {
 	nheard    int                  // how many are true in heard
 	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
 	held      []string             // per node, the value it last announced a grant of; "" after its release
+	heldAt    []time.Time          // per node, when that grant was heard (real time)
+	heldUntil []time.Time          // per node, when its TTL ends, as announced
 	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
+	present   map[string]time.Time // of those, the ones whose head announced it waits, and when last
+	next      string               // the Client whose turn it is, as the releases heard since the last rearm named it
+	named     []namedBy            // the releases heard since the last rearm
 	presented time.Time            // when a head last announced itself (see present)
 	presentTo int                  // the node it announced itself to
 	local     [8]ownRelease        // values this process unlocked lately (ring)
 	nlocal    int                  // next slot in local
 	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
+	ownUntil  time.Time            // that hold's validity end (client's clock), zero once released or handed on
 	shared    time.Time            // when another process was last seen using the key (real time)
+	offer     *handoff             // the head's offer to be handed the key (see handoff)
+	passes    int                  // holds handed on in a row within this process (see claim)
 	attempt   time.Duration        // how long the last attempt on the wire took
 	refused   time.Duration        // how long the last refused attempt took
 }
@@ -80,7 +90,7 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
 			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n),
-			held: make([]string, n), peers: make(map[string]time.Time)}
+			held: make([]string, n), heldAt: make([]time.Time, n), heldUntil: make([]time.Time, n), peers: make(map[string]time.Time), present: make(map[string]time.Time)}
 		w.queues[key] = q
 	}
 	if len(q.waiters) == 0 {
@@ -93,17 +103,20 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	return q, me
 }
 
-// leave removes a waiter; the next one becomes the head. holding says the
-// waiter leaves with the lock. The last one out makes the queue idle; the
+// leave removes a waiter; the next one becomes the head. until is the
+// validity end of the lock it leaves with, zero for none. The last one out makes the queue idle; the
 // least recently used idle queue beyond maxIdle is dropped with its
 // subscription.
-func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}, holding bool) {
+func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}, until time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, x := range q.waiters {
 		if x == me {
 			if i == 0 {
-				q.holding = holding
+				q.holding = !until.IsZero()
+			}
+			if !until.IsZero() {
+				q.ownUntil = until
 			}
 			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 			if i == 0 && len(q.waiters) > 0 {
@@ -249,21 +262,24 @@ func (w *waitQueues) rearmLocked(q *keyQueue) {
 	clear(q.heard)
 	q.nheard = 0
 	q.free = 0
+	q.next = ""
+	q.named = q.named[:0]
 	select {
 	case <-q.released:
 	default:
 	}
 }
 
-// letPass is for a head that a release woke: when another process holds
-// the key (see takenLocked) it rearms, so that the head waits for that hold's
+// letPass is for a head that a release woke, or whose backoff ran out:
+// when another process holds the key (see takenLocked; life is the
+// waiter's own TTL) it rearms, so that the head waits for that hold's
 // release, and reports true. Both under one lock: a release announced
 // between the look and the rearm would be forgotten, and the head sleep
 // until its backoff on a free key.
-func (w *waitQueues) letPass(q *keyQueue) bool {
+func (w *waitQueues) letPass(q *keyQueue, life time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.takenLocked(q) {
+	if !w.takenLocked(q, life) {
 		return false
 	}
 	w.rearmLocked(q)
@@ -301,27 +317,37 @@ const (
 )
 
 // takenLocked reports whether, by the nodes' announcements, one value was granted
-// by a quorum of nodes and not released since: another process holds the
-// key. Only a real hold gets a quorum's grants (a contender that lost a
+// by a quorum of nodes and not released since, nor past its TTL as
+// announced or life (the waiter's own TTL), whichever is shorter: another
+// process holds the key (this one's own holds are not: its Unlock hands
+// the key on, or wakes the head). The TTL bounds a grant whose release went
+// unannounced (a holder that crashed, a message lost), and life one whose
+// announced TTL was forged. Only a real hold gets a quorum's grants (a contender that lost a
 // split vote steps back unannounced, with fewer), and a node that is down
 // or unheard only makes this report false, never wrongly true. A node
 // holds one value at a time and announces in order, so its latest grant
 // alone counts: a hold that expired or stepped back unannounced is
 // forgotten at the next grant there.
-func (w *waitQueues) takenLocked(q *keyQueue) bool {
+func (w *waitQueues) takenLocked(q *keyQueue, life time.Duration) bool {
+	now := time.Now()
 	for _, v := range q.held {
-		if v != "" && w.heldBy(q, v) >= w.c.quorum {
+		if v != "" && clientOf(v) != w.self && w.heldBy(q, v, now, life) >= w.c.quorum {
 			return true
 		}
 	}
 	return false
 }
 
-// heldBy is how many nodes last announced a grant of value.
-func (w *waitQueues) heldBy(q *keyQueue, value string) int {
+// heldBy is how many nodes last announced a grant of value that is not
+// over at now, nor life after it was announced (life <= 0: no such bound).
+func (w *waitQueues) heldBy(q *keyQueue, value string, now time.Time, life time.Duration) int {
 	n := 0
-	for _, v := range q.held {
-		if v == value {
+	for i, v := range q.held {
+		until := q.heldUntil[i]
+		if end := q.heldAt[i].Add(life); life > 0 && end.Before(until) {
+			until = end
+		}
+		if v == value && now.Before(until) {
 			n++
 		}
 	}
@@ -342,42 +368,114 @@ func (q *keyQueue) signal() {
 	}
 }
 
+// namedBy counts the nodes that announced the release of value.
+type namedBy struct {
+	value string
+	nodes int
+}
+
+// maxNamed bounds the releases a queue counts between rearms.
+const maxNamed = 16
+
 // ownRelease is a release by this process's Unlock, and whether wake
 // deferred the local head's wake-up for it.
 type ownRelease struct {
 	value    string
 	deferred bool
+	heard    int  // nodes that announced it (counted when deferred)
+	woken    bool // wake's fallback fired for it
 }
 
 // releasing notes that this process is about to release value and
-// reports whether wake is to defer the local head's wake-up (see wake).
-// Deferred, the nodes' announcements of the release wake the head like
-// another process's; else wake tells the head at once and they are
-// ignored: they come after, and counted they would wake the next head in
-// the middle of the hold just taken, for an ask sure to be refused.
-func (w *waitQueues) releasing(key, value string) (deferred bool) {
+// reports whether wake is to defer the local head's wake-up (see wake),
+// and which Client's turn it is next: the release names it to every
+// waiter (see successorLocked), "" for none. Deferred, the nodes'
+// announcements of the release wake the head like another process's; else
+// wake tells the head at once and they are ignored: they come after, and
+// counted they would wake the next head in the middle of the hold just
+// taken, for an ask sure to be refused.
+func (w *waitQueues) releasing(key, value string) (deferred bool, next string) {
 	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[key]
 	if q == nil {
-		return false
+		return false, ""
 	}
 	deferred = w.peersLocked(q) > 0 && q.nsubbed >= w.c.quorum && rtt > 0
+	if deferred {
+		next = w.successorLocked(q)
+	}
 	q.local[q.nlocal%len(q.local)] = ownRelease{value: value, deferred: deferred}
 	q.nlocal++
-	return deferred
+	q.passes = 0
+	q.ownUntil = time.Time{}
+	return deferred, next
 }
 
-// ownLocked reports whether value is one of this process's releases, and
-// whether its wake-up was deferred.
-func (q *keyQueue) ownLocked(value string) (own, deferred bool) {
-	for _, r := range q.local {
-		if r.value == value && value != "" {
-			return true, r.deferred
+// successorLocked is the Client whose turn it is after this one's hold of
+// q's key: of the other processes whose heads announced lately that they
+// wait (see present), the first after this Client's id in the order of the
+// ids, going round; "" when none did. Each release names the next in the
+// round, so that the processes take turns, one ask per release, instead of
+// all asking at once and splitting the nodes' votes. A name is a hint: a
+// Client named that no longer waits only costs the others their yield
+// (see Client.stagger).
+func (w *waitQueues) successorLocked(q *keyQueue) string {
+	var first, next string
+	for id, seen := range q.present {
+		if time.Since(seen) > sharedFor {
+			delete(q.present, id)
+			continue
+		}
+		if first == "" || id < first {
+			first = id
+		}
+		if id > w.self && (next == "" || id < next) {
+			next = id
 		}
 	}
-	return false, false
+	if next == "" {
+		return first
+	}
+	return next
+}
+
+// ownBusy reports whether this process holds q's key, by its last hold's
+// validity, or released it so lately that the nodes' announcements are
+// still to come (a deferred wake-up, see wake): either way its head will
+// be handed the key or woken, and must not ask meanwhile — it would take
+// the key from the process whose turn the release names, before that
+// process even heard of it.
+func (w *waitQueues) ownBusy(q *keyQueue) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c.cfg.clock.Now().Before(q.ownUntil) {
+		return true
+	}
+	if q.nlocal == 0 {
+		return false
+	}
+	r := q.local[(q.nlocal-1)%len(q.local)]
+	return r.deferred && r.heard < w.enough(q) && !r.woken
+}
+
+// named is the Client whose turn the releases heard since the last rearm
+// named, "" for none, and whether it is this one.
+func (w *waitQueues) named(q *keyQueue) (next string, mine bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return q.next, q.next != "" && q.next == w.self
+}
+
+// ownRelease is this process's release of value, nil if none lately.
+func (q *keyQueue) ownRelease(value string) *ownRelease {
+	for i := range q.local {
+		if r := &q.local[i]; r.value == value && value != "" {
+			return r
+		}
+	}
+	return nil
 }
 
 // wake tells the local head of key's queue that this process released
@@ -386,8 +484,8 @@ func (q *keyQueue) ownLocked(value string) (own, deferred bool) {
 // the local head would take the key back every time and the others starve.
 // So then (deferred, as releasing decided) the local head hears of it from
 // the nodes like everyone else, and wake only makes sure of it, a few round
-// trips later.
-func (w *waitQueues) wake(key string, deferred bool) {
+// trips later, if not enough nodes announced the release of value by then.
+func (w *waitQueues) wake(key, value string, deferred bool) {
 	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	q := w.queues[key]
@@ -395,7 +493,16 @@ func (w *waitQueues) wake(key string, deferred bool) {
 	switch {
 	case q == nil:
 	case deferred:
-		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), q.signal)
+		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if r := q.ownRelease(value); r == nil || r.heard < w.enough(q) {
+				if r != nil {
+					r.woken = true
+				}
+				q.signal()
+			}
+		})
 	default:
 		q.signal()
 	}
@@ -438,28 +545,60 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 	if id, ok := strings.CutPrefix(value, "?"); ok {
 		if w.peerLocked(q, id) {
 			q.shared = time.Now()
+			if len(q.present) >= maxPeers {
+				maps.DeleteFunc(q.present, func(_ string, seen time.Time) bool { return q.shared.Sub(seen) > sharedFor })
+			}
+			if len(q.present) < maxPeers {
+				q.present[clientOf(id)] = q.shared
+			}
 		}
 		return
 	}
-	if v, ok := strings.CutPrefix(value, "+"); ok {
+	if grant, ok := strings.CutPrefix(value, "+"); ok {
+		v, ttl := parseGrant(grant)
 		w.peerLocked(q, v)
-		w.grantedLocked(q, node, v)
+		w.grantedLocked(q, node, v, ttl)
 		return
 	}
+	value, next, _ := strings.Cut(value, " ") // the release names the next Client, if any
 	w.peerLocked(q, value)
-	if q.held[node] == value {
+	// The grant node announced last is over if it was value's, or another
+	// of the same Client's: a transfer sets a value unannounced (see
+	// transfer.lua), and the Client's last release ends the run. Another
+	// Client's grant is not: its announcement came after this release on
+	// the node (a node grants only a free key), unless forged.
+	if h := q.held[node]; h != "" && (h == value || clientOf(h) == clientOf(value)) {
 		q.held[node] = ""
 	}
-	own, deferred := q.ownLocked(value)
+	r := q.ownRelease(value)
 	switch {
-	case !own:
+	case r == nil:
 		q.shared = time.Now() // another process's release
-	case !deferred:
+	case !r.deferred:
 		return // wake told the head at once
+	default:
+		r.heard++
 	}
 	if !q.heard[node] {
 		q.heard[node] = true
 		q.nheard++
+	}
+	// Whose turn it is: what the first release heard from enough nodes
+	// since the rearm named. Counted per released value: the last
+	// announcements of an earlier release can come after the rearm, from
+	// the slower nodes, and must not name anyone.
+	if q.next == "" {
+		i := slices.IndexFunc(q.named, func(n namedBy) bool { return n.value == value })
+		if i < 0 && len(q.named) < maxNamed {
+			q.named = append(q.named, namedBy{value: value})
+			i = len(q.named) - 1
+		}
+		if i >= 0 {
+			q.named[i].nodes++
+			if q.named[i].nodes >= w.enough(q) {
+				q.next = next
+			}
+		}
 	}
 	// A node that dies after it confirmed the subscription still counts in
 	// enough; the nodes that granted the head's last attempt are free too.
@@ -535,19 +674,140 @@ func (w *waitQueues) peersLocked(q *keyQueue) int {
 	return n
 }
 
-// grantedLocked records node's announcement that it granted value: the
-// value it held before there, if any, is gone.
-func (w *waitQueues) grantedLocked(q *keyQueue, node int, value string) {
+// grantedLocked records node's announcement that it granted value for
+// ttl: the value it held before there, if any, is gone.
+func (w *waitQueues) grantedLocked(q *keyQueue, node int, value string, ttl time.Duration) {
 	if q.held[node] == value {
 		return
 	}
-	q.held[node] = value
-	if w.heldBy(q, value) >= w.c.quorum {
+	now := time.Now()
+	q.held[node], q.heldAt[node], q.heldUntil[node] = value, now, now.Add(ttl)
+	if w.heldBy(q, value, now, 0) >= w.c.quorum {
 		select {
 		case q.granted <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// parseGrant splits a grant's announcement ("+" cut off): the value, a
+// space and the TTL in milliseconds, as acquire.lua publishes it. A TTL
+// missing or unreadable counts as sharedFor.
+func parseGrant(grant string) (value string, ttl time.Duration) {
+	value, ms, _ := strings.Cut(grant, " ")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 || n > int64(maxGrantTTL/time.Millisecond) {
+		return value, sharedFor
+	}
+	return value, time.Duration(n) * time.Millisecond
+}
+
+// maxGrantTTL bounds an announced TTL (a Duration overflows past 292 years).
+const maxGrantTTL = 24 * time.Hour
+
+// A handoff is a head's standing offer to be handed the key by this
+// process's holder: the holder's Unlock, instead of a release that the
+// head would hear of and then an attempt of its own (two round trips, and
+// the other processes' heads woken for nothing), makes the head's attempt
+// itself as a transfer (transfer.lua), which releases the old hold and
+// asks for the new in one round trip. The attempt is the head's: its ctx,
+// TTL and options. While other processes wait, a holder hands on at most
+// maxPasses holds in a row (see claim), then releases for the next
+// process's turn.
+type handoff struct {
+	ctx   context.Context
+	ttl   time.Duration
+	lc    lockConfig
+	ready chan struct{} // closed when res is set
+	res   handoffResult
+
+	// Guarded by waitQueues.mu:
+	claimed   bool // a holder took the offer and makes the attempt
+	delivered bool // res is set
+	withdrawn bool // the head left before res: the holder undoes a hold it got
+}
+
+// handoffResult is what the attempt made for a head returned.
+type handoffResult struct {
+	l   *Lock
+	f   failure
+	err error
+}
+
+// maxPasses bounds the holds a process hands on in a row to its own
+// waiters while other processes wait for the key: a cohort of up to
+// 1+maxPasses holds, then the next process's turn (see successorLocked).
+const maxPasses = 3
+
+// offer makes h the head's offer for q's key.
+func (w *waitQueues) offer(q *keyQueue, ctx context.Context, ttl time.Duration, lc lockConfig) *handoff {
+	h := &handoff{ctx: ctx, ttl: ttl, lc: lc, ready: make(chan struct{})}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		q.offer = h
+	}
+	return h
+}
+
+// unoffer takes back h before the head asks itself, and reports whether a
+// holder claimed it first: then the head waits for its result instead.
+func (w *waitQueues) unoffer(q *keyQueue, h *handoff) (claimed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q.offer == h {
+		q.offer = nil
+	}
+	return h.claimed
+}
+
+// claim takes the offer of the head waiting for key, if there is one and
+// this process may hand the key on once more (see maxPasses); nil if not.
+func (w *waitQueues) claim(key string) *handoff {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil || q.offer == nil || w.closed || (q.passes >= maxPasses && w.peersLocked(q) > 0) {
+		return nil
+	}
+	h := q.offer
+	q.offer, h.claimed = nil, true
+	q.passes++
+	q.ownUntil = time.Time{}
+	return h
+}
+
+// handed gives h its result and reports whether its head takes it; false
+// when the head left meanwhile (the caller then unlocks a hold it got).
+func (w *waitQueues) handed(h *handoff, r handoffResult) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.withdrawn {
+		return false
+	}
+	h.res, h.delivered = r, true
+	close(h.ready)
+	return true
+}
+
+// withdraw is for a head that leaves (with or without the lock) while h
+// may be outstanding: it takes the offer back, and reports a result that
+// was delivered but not taken (the caller unlocks its hold); a claimed
+// offer whose result is still to come is marked withdrawn, and its holder
+// undoes it (see handed).
+func (w *waitQueues) withdraw(q *keyQueue, h *handoff, taken bool) (untaken *handoffResult) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q.offer == h {
+		q.offer = nil
+	}
+	switch {
+	case h.claimed && !h.delivered:
+		h.withdrawn = true
+	case h.delivered && !taken:
+		return &h.res
+	}
+	return nil
 }
 
 func (w *waitQueues) close() {

@@ -79,7 +79,7 @@ func List() []Mutant {
 		},
 		{
 			Name: "release-without-publish", File: "redlock/scripts/release.lua",
-			Old:         "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n",
+			Old:         "    redis.call('PUBLISH', ARGV[2], msg)\n",
 			New:         "",
 			Description: "unlock does not announce the release: waiters in other processes sleep out their backoff",
 		},

@@ -17,10 +17,11 @@ end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
   if ARGV[3] and ARGV[3] ~= '' then
-    -- Announce the grant ('+' and the value) to waiters woken by the last
-    -- release: once a quorum announced one value, the key is taken again
-    -- and they need not ask.
-    redis.call('PUBLISH', ARGV[3], '+' .. ARGV[1])
+    -- Announce the grant ('+', the value, a space and the TTL in
+    -- milliseconds) to waiters woken by the last release: once a quorum
+    -- announced one value, the key is taken again and they need not ask
+    -- until its release, or its TTL.
+    redis.call('PUBLISH', ARGV[3], '+' .. ARGV[1] .. ' ' .. ARGV[2])
   end
   return {1, redis.call('GET', KEYS[2])}
 end

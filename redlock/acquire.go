@@ -31,6 +31,17 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // in one process queue up, first come first served, so that only the head
 // retries on the wire; a newcomer tries once first only when nobody in its
 // process waits. Releases announced by a quorum of nodes wake the head.
+//
+// Processes take turns: a release names the next waiting process, whose
+// head asks at once while the others wait for its grants. A holder whose
+// own process has a waiter for the key hands the key to it in one round
+// trip (the release and that waiter's acquire in one script per node), at
+// most three times in a row while other processes wait. When the backoff
+// runs out and, by the nodes' announcements, another process holds the key
+// or its turn was named, the head counts that as a refused retry without
+// asking. Announcements are hints: a lost or forged one delays a waiter by
+// at most its backoff, one yield (about 32 round trips), the holder's TTL
+// or its own, and never decides who holds the key.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	lc, err := c.lockConfig(key, ttl, opts)
 	if err != nil {
@@ -329,8 +340,9 @@ func withCtx(ctx context.Context, err error) error {
 	return errors.Join(err, ctx.Err())
 }
 
-// sleep waits d on the client's clock, or until a release is announced;
-// woken, it reports what was left of d.
+// sleep waits d on the client's clock, or until a release is announced
+// (woken, it reports what was left of d), or until handed is closed (this
+// head was handed the key or its attempt's failure: errHanded).
 func (c *Client) sleep(ctx context.Context, released, handed <-chan struct{}, d time.Duration) (left time.Duration, woken bool, err error) {
 	if d <= 0 {
 		return 0, false, nil

@@ -274,7 +274,7 @@ func (a *attempt) heal(i int, token uint64) {
 // nodes that failed may hide a grant and are released in the background, so
 // a frozen node does not hold the caller twice. Calls still open settle
 // themselves when they answer (a late grant is released); fail waits for
-// them no longer than their deadline.
+// them no longer than their deadline, nor than the attempt took so far.
 func (a *attempt) fail(err error) error {
 	var wg sync.WaitGroup
 	for _, r := range a.decide(abandoned, 0) {
@@ -289,6 +289,11 @@ func (a *attempt) fail(err error) error {
 	a.mu.Lock()
 	left := time.Until(a.deadline)
 	a.mu.Unlock()
+	// The answers still out come about as fast as the others came, unless
+	// their node is down or frozen: then they may take the whole node
+	// timeout, and every failed attempt of a waiter would cost that much
+	// (with a node down, half the attempts under contention).
+	left = min(left, max(a.timeout-left, time.Millisecond))
 	if left > 0 {
 		t := time.NewTimer(left)
 		defer t.Stop()
@@ -475,6 +480,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	for _, r := range a.decide(acquired, token) {
 		a.settle(r, acquired, token)
 	}
+	c.waiters.acquired(key, until)
 	c.cfg.observer.Acquired(key, token, now.Sub(a.start))
 	if lc.autoExtend {
 		l.startWatchdog()

@@ -210,6 +210,13 @@ func (l *Lock) setUntilLocked(until time.Time) {
 // background. The releases go out even when ctx is already cancelled, after
 // any Extend of this handle still deciding. Done closes. A second Unlock
 // returns [ErrLockLost].
+//
+// When a Lock of this Client waits for the same key, Unlock hands the key
+// on to it: one script per node releases this hold and makes that waiter's
+// attempt (with its ctx, TTL and options), and the waiter's Lock returns
+// the new hold, with a larger token. At most three holds in a row are
+// handed on while other processes wait for the key; then Unlock releases
+// it for their turn.
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.a.c
 	l.mu.Lock()

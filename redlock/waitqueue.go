@@ -58,7 +58,7 @@ type keyQueue struct {
 	local     [8]ownRelease        // values this process unlocked lately (ring)
 	nlocal    int                  // next slot in local
 	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
-	ownUntil  time.Time            // that hold's validity end (client's clock), zero once released or handed on
+	ownUntil  time.Time            // this process holds the key until then (client's clock), zero once released or handed on
 	shared    time.Time            // when another process was last seen using the key (real time)
 	offer     *handoff             // the head's offer to be handed the key (see handoff)
 	passes    int                  // holds handed on in a row within this process (see claim)
@@ -114,9 +114,6 @@ func (w *waitQueues) leave(key string, q *keyQueue, me chan struct{}, until time
 		if x == me {
 			if i == 0 {
 				q.holding = !until.IsZero()
-			}
-			if !until.IsZero() {
-				q.ownUntil = until
 			}
 			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 			if i == 0 && len(q.waiters) > 0 {
@@ -241,10 +238,12 @@ func (w *waitQueues) holding(q *keyQueue) bool {
 	return q.holding
 }
 
-// drain forgets announced releases and grants before a new attempt.
+// drain forgets announced releases before a new attempt. The announced
+// grants stay: a grant is over at its release or its TTL (see heldBy), and
+// one that this attempt loses to is announced after it; forgotten, the
+// attempt's next backoff would end in a blind ask.
 func (w *waitQueues) drain(q *keyQueue) {
 	w.mu.Lock()
-	clear(q.held)
 	q.holding = false
 	w.mu.Unlock()
 	w.rearm(q)
@@ -441,6 +440,16 @@ func (w *waitQueues) successorLocked(q *keyQueue) string {
 	return next
 }
 
+// acquired notes that this process holds key until then (the client's
+// clock), for ownBusy: by whichever path it got it.
+func (w *waitQueues) acquired(key string, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil {
+		q.ownUntil = until
+	}
+}
+
 // ownBusy reports whether this process holds q's key, by its last hold's
 // validity, or released it so lately that the nodes' announcements are
 // still to come (a deferred wake-up, see wake): either way its head will
@@ -493,7 +502,7 @@ func (w *waitQueues) wake(key, value string, deferred bool) {
 	switch {
 	case q == nil:
 	case deferred:
-		time.AfterFunc(max(wakeRTTs*rtt, time.Millisecond), func() {
+		time.AfterFunc(max(wakeRTTs*rtt, yieldAtLeast), func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if r := q.ownRelease(value); r == nil || r.heard < w.enough(q) {
@@ -509,8 +518,11 @@ func (w *waitQueues) wake(key, value string, deferred bool) {
 }
 
 // wakeRTTs is how many round trips after its own release a local head is
-// woken at the latest, when the nodes' announcements were not heard.
-const wakeRTTs = 4
+// woken at the latest, when the nodes' announcements were not heard, and at
+// least yieldAtLeast: as long as another process's head yields to the
+// process named (the announcements come late on a loaded machine, and a
+// head woken early asks into that process's attempt).
+const wakeRTTs = yieldRTTs
 
 // deliver routes node's pub/sub event for channel to its queue. A release
 // wakes the head once enough nodes announced one, whatever values they

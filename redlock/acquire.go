@@ -163,7 +163,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 					// (see ownBusy); or a release may have named another
 					// Client's turn (an ask would split the votes with
 					// it: yield to it, as if woken).
-					if c.waiters.letPass(q, ttl) || c.waiters.ownBusy(q) {
+					if c.heldElsewhere(ctx, q, key, ttl) || c.waiters.ownBusy(q) {
 						skip = true
 						break
 					}
@@ -338,6 +338,33 @@ func withCtx(ctx context.Context, err error) error {
 		return err
 	}
 	return errors.Join(err, ctx.Err())
+}
+
+// heldElsewhere is letPass for a head whose backoff ran out, checked with
+// one node first: the announcements say another process holds key, and
+// that node still has the key. A release can go unheard (pub/sub delivers
+// at most once, and a subscription that reconnects misses what came
+// meanwhile): trusted alone, the announced grant would hold the head until
+// its TTL, on a free key. One read of one node, not an ask of every node.
+func (c *Client) heldElsewhere(ctx context.Context, q *keyQueue, key string, ttl time.Duration) bool {
+	node, ok := c.waiters.takenOn(q, ttl)
+	if !ok {
+		return false
+	}
+	if !c.exists(ctx, node, key, c.nodeTimeout(ttl)) {
+		return false
+	}
+	return c.waiters.letPass(q, ttl)
+}
+
+// exists reports whether node i has key, within timeout; false on any
+// error, and on a panic of the node's client (logged, as in goNode).
+func (c *Client) exists(ctx context.Context, i int, key string, timeout time.Duration) (ok bool) {
+	defer c.recoverNode(i)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, err := c.nodes[i].rdb.Exists(ctx, key).Result()
+	return err == nil && n > 0
 }
 
 // sleep waits d on the client's clock, or until a release is announced

@@ -336,15 +336,26 @@ func (a *attempt) abandon(err error) error {
 }
 
 // stepBack releases node i's grant in the background, unannounced: only
-// an Unlock wakes waiters (see release.lua).
+// an Unlock wakes waiters (see release.lua) — and a transfer's step back,
+// which is the Unlock's: the transfer released the old hold unannounced.
 func (a *attempt) stepBack(i int) {
-	a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, "")
+	a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, a.stepChannel())
 }
 
-// release runs compare-and-delete on node i, unannounced, and waits for the
-// answer: it reports whether the node held this hold's value.
+// stepChannel is the channel a step back announces its release on: none,
+// but for a transfer (see stepBack).
+func (a *attempt) stepChannel() string {
+	if a.from != "" {
+		return releaseChannel(a.key)
+	}
+	return ""
+}
+
+// release runs compare-and-delete on node i, unannounced (but for a
+// transfer, see stepBack), and waits for the answer: it reports whether
+// the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, "")
+	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, a.stepChannel())
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}

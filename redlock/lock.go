@@ -240,7 +240,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if h := c.waiters.claim(l.a.key); h != nil {
 		return l.handOn(ctx, h, held)
 	}
-	return l.release(ctx, held, nil)
+	return l.release(ctx, held, nil, false)
 }
 
 // handOn is Unlock handing the key on to this process's head that waits
@@ -251,6 +251,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // in order.
 func (l *Lock) handOn(ctx context.Context, h *handoff, held []int) error {
 	c := l.a.c
+	defer c.inflight.done() // counted by claim
 	var a *attempt
 	nl, f, err := c.try(h.ctx, l.a.key, h.ttl, h.lc, l.a.value, &a)
 	if !c.waiters.handed(h, handoffResult{l: nl, f: f, err: err}) && nl != nil {
@@ -296,20 +297,21 @@ func (l *Lock) handOn(ctx context.Context, h *handoff, held []int) error {
 		c.cfg.observer.Released(l.a.key, l.token)
 		return nil
 	}
-	return l.release(ctx, rest, func() int { n, _ := transferred(); return n })
+	return l.release(ctx, rest, func() int { n, _ := transferred(); return n }, nl != nil)
 }
 
 // release is Unlock's compare-and-delete on nodes. After a transfer (see
 // handOn), already counts the nodes where it released the hold: a late
 // answer may add some while the release runs (and the release then finds
-// nothing there).
-func (l *Lock) release(ctx context.Context, nodes []int, already func() int) error {
+// nothing there); handedOn says the transfer gave the key to this
+// process's head.
+func (l *Lock) release(ctx context.Context, nodes []int, already func() int, handedOn bool) error {
 	c := l.a.c
 	before := 0
 	if already != nil {
 		before = already()
 	}
-	deferred, next := c.waiters.releasing(l.a.key, l.a.value)
+	deferred, next := c.waiters.releasing(l.a.key, l.a.value, handedOn)
 	oks, refused, errs, ctxErr := c.fanout(ctx, nodes, max(c.quorum-before, 0), l.a.timeout,
 		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key), next)
 	c.waiters.wake(l.a.key, l.a.value, deferred)

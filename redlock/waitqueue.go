@@ -39,31 +39,33 @@ type keyQueue struct {
 	granted   chan struct{} // a grant was announced (buffered 1)
 
 	// Guarded by waitQueues.mu:
-	waiters   []chan struct{}      // closed when that waiter becomes the head
-	asked     bool                 // subscriptions were sent
-	subbed    []bool               // nodes that confirmed the subscription
-	nsubbed   int                  // how many are true in subbed
-	heard     []bool               // nodes that announced a release since the last attempt began
-	nheard    int                  // how many are true in heard
-	free      int                  // nodes that granted the last attempt, which stepped back from them (see tried)
-	held      []string             // per node, the value it last announced a grant of; "" after its release
-	heldAt    []time.Time          // per node, when that grant was heard (real time)
-	heldUntil []time.Time          // per node, when its TTL ends, as announced
-	peers     map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
-	present   map[string]time.Time // of those, the ones whose head announced it waits, and when last
-	next      string               // the Client whose turn it is, as the releases heard since the last rearm named it
-	named     []namedBy            // the releases heard since the last rearm
-	presented time.Time            // when a head last announced itself (see present)
-	presentTo int                  // the node it announced itself to
-	local     [8]ownRelease        // values this process unlocked lately (ring)
-	nlocal    int                  // next slot in local
-	holding   bool                 // the last head left holding the lock; its Unlock wakes the next
-	ownUntil  time.Time            // this process holds the key until then (client's clock), zero once released or handed on
-	shared    time.Time            // when another process was last seen using the key (real time)
-	offer     *handoff             // the head's offer to be handed the key (see handoff)
-	passes    int                  // holds handed on in a row within this process (see claim)
-	attempt   time.Duration        // how long the last attempt on the wire took
-	refused   time.Duration        // how long the last refused attempt took
+	waiters    []chan struct{}      // closed when that waiter becomes the head
+	asked      bool                 // subscriptions were sent
+	subbed     []bool               // nodes that confirmed the subscription
+	nsubbed    int                  // how many are true in subbed
+	heard      []bool               // nodes that announced a release since the last attempt began
+	nheard     int                  // how many are true in heard
+	free       int                  // nodes that granted the last attempt, which stepped back from them (see tried)
+	held       []string             // per node, the value it last announced a grant of; "" after its release
+	heldAt     []time.Time          // per node, when that grant was heard (real time)
+	heldUntil  []time.Time          // per node, when its TTL ends, as announced
+	peers      map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
+	present    map[string]time.Time // of those, the ones whose head announced it waits, and when last
+	next       string               // the Client whose turn it is, as the releases heard since the last rearm named it
+	named      []namedBy            // the releases heard since the last rearm
+	presented  time.Time            // when a head last announced itself (see present)
+	presenter  *time.Timer          // announces again while anyone waits (see represent); nil when none
+	presentFor time.Duration        // the node timeout for those announcements
+	presentTo  int                  // the node it announced itself to
+	local      [8]ownRelease        // values this process unlocked lately (ring)
+	nlocal     int                  // next slot in local
+	holding    bool                 // the last head left holding the lock; its Unlock wakes the next
+	ownUntil   time.Time            // this process holds the key until then (client's clock), zero once released or handed on
+	shared     time.Time            // when another process was last seen using the key (real time)
+	offer      *handoff             // the head's offer to be handed the key (see handoff)
+	passes     int                  // holds handed on in a row within this process (see claim)
+	attempt    time.Duration        // how long the last attempt on the wire took
+	refused    time.Duration        // how long the last refused attempt took
 }
 
 // sharedFor is how long a key counts as used by other processes after the
@@ -337,6 +339,20 @@ func (w *waitQueues) takenLocked(q *keyQueue, life time.Duration) bool {
 	return false
 }
 
+// takenOn returns a node that announced the grant by which, as
+// takenLocked sees it, another process holds q's key; false if none does.
+func (w *waitQueues) takenOn(q *keyQueue, life time.Duration) (node int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for i, v := range q.held {
+		if v != "" && clientOf(v) != w.self && w.heldBy(q, v, now, life) >= w.c.quorum {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 // heldBy is how many nodes last announced a grant of value that is not
 // over at now, nor life after it was announced (life <= 0: no such bound).
 func (w *waitQueues) heldBy(q *keyQueue, value string, now time.Time, life time.Duration) int {
@@ -393,7 +409,7 @@ type ownRelease struct {
 // wake tells the head at once and they are ignored: they come after, and
 // counted they would wake the next head in the middle of the hold just
 // taken, for an ask sure to be refused.
-func (w *waitQueues) releasing(key, value string) (deferred bool, next string) {
+func (w *waitQueues) releasing(key, value string, handedOn bool) (deferred bool, next string) {
 	rtt := time.Duration(w.c.rtt.Load())
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -407,8 +423,10 @@ func (w *waitQueues) releasing(key, value string) (deferred bool, next string) {
 	}
 	q.local[q.nlocal%len(q.local)] = ownRelease{value: value, deferred: deferred}
 	q.nlocal++
-	q.passes = 0
-	q.ownUntil = time.Time{}
+	if !handedOn { // else the key is held on, by this process
+		q.passes = 0
+		q.ownUntil = time.Time{}
+	}
 	return deferred, next
 }
 
@@ -649,6 +667,10 @@ func (w *waitQueues) peerLocked(q *keyQueue, value string) bool {
 func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
 	c := w.c
 	w.mu.Lock()
+	q.presentFor = timeout
+	if q.presenter == nil && !w.closed {
+		q.presenter = time.AfterFunc(presentEvery, func() { w.represent(q) })
+	}
 	if w.closed || time.Since(q.presented) < presentEvery {
 		w.mu.Unlock()
 		return
@@ -667,6 +689,24 @@ func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
 		}
 		_ = node.Publish(ctx, releaseChannel(q.key), "?"+w.self).Err()
 	})
+}
+
+// represent announces again that q's head waits, every presentEvery while
+// anyone waits: a head sleeps as long as its backoff (a fixed one of
+// seconds, say), and the others forget a process sharedFor after its last
+// presence — they would neither name it (successorLocked) nor bound their
+// hand-offs for it (claim).
+func (w *waitQueues) represent(q *keyQueue) {
+	w.mu.Lock()
+	if w.closed || len(q.waiters) == 0 {
+		q.presenter = nil
+		w.mu.Unlock()
+		return
+	}
+	q.presenter.Reset(presentEvery)
+	timeout := q.presentFor
+	w.mu.Unlock()
+	w.present(q, timeout)
 }
 
 // presentEvery is how often a waiting head announces itself.
@@ -775,6 +815,9 @@ func (w *waitQueues) unoffer(q *keyQueue, h *handoff) (claimed bool) {
 
 // claim takes the offer of the head waiting for key, if there is one and
 // this process may hand the key on once more (see maxPasses); nil if not.
+// A hand-off claimed counts as in flight (Close waits for it) until the
+// caller's done: the hold it makes must be delivered, or undone, before
+// the batchers stop.
 func (w *waitQueues) claim(key string) *handoff {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -784,6 +827,7 @@ func (w *waitQueues) claim(key string) *handoff {
 	}
 	h := q.offer
 	q.offer, h.claimed = nil, true
+	w.c.inflight.add(1) // under mu, where closed is checked: Close waits for it
 	q.passes++
 	q.ownUntil = time.Time{}
 	return h
@@ -825,6 +869,12 @@ func (w *waitQueues) withdraw(q *keyQueue, h *handoff, taken bool) (untaken *han
 func (w *waitQueues) close() {
 	w.mu.Lock()
 	w.closed = true
+	for _, q := range w.queues {
+		if q.presenter != nil {
+			q.presenter.Stop()
+			q.presenter = nil
+		}
+	}
 	w.mu.Unlock()
 	for _, s := range w.subs {
 		s.close()

@@ -145,7 +145,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// hint, and arriving together splits the nodes' votes.
 				d = hint + rand.N(2*time.Millisecond)
 			}
-			offer, taken = c.waiters.offer(q, ctx, ttl, lc), false
+			offer, taken = c.waiters.offer(q, ttl, lc), false
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
 				left, woken, serr := c.sleep(ctx, q.released, offer.ready, d)

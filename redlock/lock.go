@@ -237,23 +237,25 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
 		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
-	if h := c.waiters.claim(l.a.key); h != nil {
-		return l.handOn(ctx, h, held)
+	if h, hctx := c.waiters.claim(l.a.key); h != nil {
+		return l.handOn(ctx, hctx, h, held)
 	}
 	return l.release(ctx, held, nil, false)
 }
 
 // handOn is Unlock handing the key on to this process's head that waits
-// for it (see handoff): the head's attempt, made here as a transfer,
+// for it (see handoff): the head's attempt (hctx ends when the head
+// leaves), made here as a transfer,
 // releases this hold on the nodes where it still is. The nodes where the
 // transfer did not say so (it failed there, or the attempt ended before
 // their answers) get a plain release after it, which a key's calls reach
 // in order.
-func (l *Lock) handOn(ctx context.Context, h *handoff, held []int) error {
+func (l *Lock) handOn(ctx, hctx context.Context, h *handoff, held []int) error {
 	c := l.a.c
 	defer c.inflight.done() // counted by claim
+	defer h.cancel()
 	var a *attempt
-	nl, f, err := c.try(h.ctx, l.a.key, h.ttl, h.lc, l.a.value, &a)
+	nl, f, err := c.try(hctx, l.a.key, h.ttl, h.lc, l.a.value, &a)
 	if !c.waiters.handed(h, handoffResult{l: nl, f: f, err: err}) && nl != nil {
 		_ = nl.Unlock(context.WithoutCancel(ctx)) // its head left meanwhile
 	}

@@ -762,21 +762,22 @@ const maxGrantTTL = 24 * time.Hour
 // head would hear of and then an attempt of its own (two round trips, and
 // the other processes' heads woken for nothing), makes the head's attempt
 // itself as a transfer (transfer.lua), which releases the old hold and
-// asks for the new in one round trip. The attempt is the head's: its ctx,
-// TTL and options. While other processes wait, a holder hands on at most
+// asks for the new in one round trip. The attempt is the head's: its TTL
+// and options, and it is cancelled when the head leaves (its ctx ends, or
+// the client closes). While other processes wait, a holder hands on at most
 // maxPasses holds in a row (see claim), then releases for the next
 // process's turn.
 type handoff struct {
-	ctx   context.Context
 	ttl   time.Duration
 	lc    lockConfig
 	ready chan struct{} // closed when res is set
 	res   handoffResult
 
 	// Guarded by waitQueues.mu:
-	claimed   bool // a holder took the offer and makes the attempt
-	delivered bool // res is set
-	withdrawn bool // the head left before res: the holder undoes a hold it got
+	claimed   bool               // a holder took the offer and makes the attempt
+	delivered bool               // res is set
+	withdrawn bool               // the head left before res: the holder undoes a hold it got
+	cancel    context.CancelFunc // ends the claimed attempt's ctx
 }
 
 // handoffResult is what the attempt made for a head returned.
@@ -792,8 +793,8 @@ type handoffResult struct {
 const maxPasses = 3
 
 // offer makes h the head's offer for q's key.
-func (w *waitQueues) offer(q *keyQueue, ctx context.Context, ttl time.Duration, lc lockConfig) *handoff {
-	h := &handoff{ctx: ctx, ttl: ttl, lc: lc, ready: make(chan struct{})}
+func (w *waitQueues) offer(q *keyQueue, ttl time.Duration, lc lockConfig) *handoff {
+	h := &handoff{ttl: ttl, lc: lc, ready: make(chan struct{})}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {
@@ -815,22 +816,24 @@ func (w *waitQueues) unoffer(q *keyQueue, h *handoff) (claimed bool) {
 
 // claim takes the offer of the head waiting for key, if there is one and
 // this process may hand the key on once more (see maxPasses); nil if not.
-// A hand-off claimed counts as in flight (Close waits for it) until the
-// caller's done: the hold it makes must be delivered, or undone, before
-// the batchers stop.
-func (w *waitQueues) claim(key string) *handoff {
+// The attempt's ctx ends when the head leaves (see withdraw); the caller
+// cancels it when done. A hand-off claimed counts as in flight (Close
+// waits for it) until the caller's done: the hold it makes must be
+// delivered, or undone, before the batchers stop.
+func (w *waitQueues) claim(key string) (*handoff, context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[key]
 	if q == nil || q.offer == nil || w.closed || (q.passes >= maxPasses && w.peersLocked(q) > 0) {
-		return nil
+		return nil, nil
 	}
 	h := q.offer
-	q.offer, h.claimed = nil, true
+	ctx, cancel := context.WithCancel(context.Background())
+	q.offer, h.claimed, h.cancel = nil, true, cancel
 	w.c.inflight.add(1) // under mu, where closed is checked: Close waits for it
 	q.passes++
 	q.ownUntil = time.Time{}
-	return h
+	return h, ctx
 }
 
 // handed gives h its result and reports whether its head takes it; false
@@ -860,6 +863,7 @@ func (w *waitQueues) withdraw(q *keyQueue, h *handoff, taken bool) (untaken *han
 	switch {
 	case h.claimed && !h.delivered:
 		h.withdrawn = true
+		h.cancel()
 	case h.delivered && !taken:
 		return &h.res
 	}

@@ -111,12 +111,13 @@ func TestAttack2OddPayloadsThenRelease(t *testing.T) {
 // overlap, tokens rise strictly from hold to hold, and every Lock succeeds
 // within its ctx.
 func TestAttack2ContendingClientsUnderForgedMessages(t *testing.T) {
+	t.Parallel() // checks safety, not timing: runs beside the others of its kind
 	r := newRig(t, 5)
 	const (
 		key       = "flooded"
 		clients   = 4
 		perClient = 3
-		holds     = 12 // per goroutine
+		holds     = 6 // per goroutine
 	)
 	channel := "fencedlock:released:" + key
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)

@@ -208,6 +208,7 @@ func TestAttack3FailedHandOffWakesOtherProcess(t *testing.T) {
 // runs of 100, once claim counts the hand-off in flight under w.mu and
 // handOn marks it done at its end.)
 func TestAttack3CloseDuringHandOffLeavesNoHold(t *testing.T) {
+	t.Parallel() // checks safety, not timing: runs beside the others of its kind
 	r := newRig(t, 3)
 	rtt := pingRTT(t, r.clients)
 	nodeTimeout := max(2*time.Second, 200*rtt)

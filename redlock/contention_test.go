@@ -118,7 +118,7 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 			// One client alone is measured for a third as long as the K
 			// (its rate is steady; the K need the time for every one of
 			// them to get the key).
-			const k, d, hold = 6, 3 * time.Second, time.Millisecond
+			const k, d, hold = 6, 1500 * time.Millisecond, time.Millisecond
 			nodeTimeout := max(50*time.Millisecond, 20*rtt)
 			ttl := 6 * nodeTimeout
 			one := contend(t, r, 1, ttl, nodeTimeout, 2*ttl, hold, d/3)
@@ -170,7 +170,7 @@ func setCalls(t *testing.T, r *rig) int64 {
 func TestReleaseWakesNoHerd(t *testing.T) {
 	r := newRig(t, 5)
 	rtt := pingRTT(t, r.clients)
-	const k, d, hold = 8, 3 * time.Second, time.Millisecond
+	const k, d, hold = 8, 1500 * time.Millisecond, time.Millisecond
 	nodeTimeout := max(50*time.Millisecond, 20*rtt)
 	ttl := 6 * nodeTimeout
 	for i, c := range r.clients {

@@ -17,6 +17,7 @@ import (
 // keys gets one warning; safe nodes and nodes whose CONFIG cannot be read
 // get none (the latter a Debug record).
 func TestEvictionCheck(t *testing.T) {
+	t.Parallel() // waits on servers starting and calls timing out, not on timing: runs beside the others of its kind
 	limit := func(policy string) redistest.Option {
 		return redistest.WithArgs("--maxmemory", "100mb", "--maxmemory-policy", policy)
 	}

@@ -29,6 +29,7 @@ func (r *rig) fenceCounters(t *testing.T) []int64 {
 }
 
 func TestTokensMonotonicAcrossRestartsWithoutData(t *testing.T) {
+	t.Parallel() // waits on servers starting and calls timing out, not on timing: runs beside the others of its kind
 	r := newRig(t, 5)
 	c := r.client(t, redlock.WithNodeTimeout(time.Second))
 	ctx := t.Context()

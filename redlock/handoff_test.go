@@ -142,7 +142,7 @@ func TestHandOnIsBoundedWhileOthersWait(t *testing.T) {
 	rtt := pingRTT(t, r.clients)
 	nodeTimeout := max(50*time.Millisecond, 20*rtt)
 	clients := separateClients(t, r, 2, nodeTimeout)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
 	var (
 		mu    sync.Mutex

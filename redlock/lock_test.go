@@ -60,6 +60,7 @@ func TestTryLockUnlock(t *testing.T) {
 }
 
 func TestQuorumWithDeadNodes(t *testing.T) {
+	t.Parallel() // waits on servers starting and calls timing out, not on timing: runs beside the others of its kind
 	for _, tc := range []struct {
 		dead int
 		ok   bool

@@ -18,6 +18,7 @@ import (
 // wake a waiter through pub/sub like a plain one, and none may crash the
 // process.
 func TestEveryNodeKind(t *testing.T) {
+	t.Parallel() // waits on servers starting and calls timing out, not on timing: runs beside the others of its kind
 	ring := func(t *testing.T) redis.UniversalClient { _, r := redistest.StartRing(t, 2); return r }
 	cluster := func(t *testing.T) redis.UniversalClient {
 		return redistest.ClusterClient(t, redistest.StartCluster(t, 3))

@@ -119,7 +119,7 @@ func TestCheckRoundTrip(t *testing.T) {
 		chaosFlags(t)...)...)
 	// What is checked here is the round trip: a run whose verdict is
 	// unknown (a loaded machine got few holds done) must round-trip too.
-	if r.code != 0 && r.code != 3 && (r.code != 1 || !starvedOnly(t, chaosJSON)) {
+	if r.code != 0 && r.code != 3 {
 		t.Fatalf("chaos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c := call(t.Context(), "check", "--json", checkJSON, hist)
@@ -135,27 +135,6 @@ func TestCheckRoundTrip(t *testing.T) {
 		}
 	}
 	t.Logf("chaos: %s", strings.SplitN(r.stdout, "\n", 2)[0])
-}
-
-// starvedOnly reports whether the JSON report at path is violated by
-// starvation alone, and logs it. Known and open (the lock's fairness): with
-// short TTLs on a loaded machine one process can take the key back dozens
-// of times in a row while the others' attempts time out.
-func starvedOnly(t *testing.T, path string) bool {
-	t.Helper()
-	rep := readReport(t, path)
-	found, _ := rep["violations"].(map[string]any)
-	expected, _ := rep["expected_violations"].(map[string]any)
-	for p, n := range found {
-		if p != "starvation" && n != expected[p] {
-			return false
-		}
-	}
-	if found["starvation"] == expected["starvation"] {
-		return false
-	}
-	t.Logf("KNOWN, OPEN: starvation: %v", rep["starvation"])
-	return true
 }
 
 func readReport(t *testing.T, path string) map[string]any {

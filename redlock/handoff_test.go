@@ -56,7 +56,7 @@ func TestUnlockHandsOnToLocalWaiter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	const key = "handed"
-	watch := watchPresence(ctx, t, r, key)
+	watch := presences(ctx, t, r, key)
 	first, err := c.Lock(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -102,30 +102,6 @@ func TestUnlockHandsOnToLocalWaiter(t *testing.T) {
 	}
 }
 
-// watchPresence reports the first "?" (a waiting head's presence) on key's
-// release channel on any node.
-func watchPresence(ctx context.Context, t *testing.T, r *rig, key string) <-chan string {
-	t.Helper()
-	present := make(chan string, 1)
-	for _, rc := range r.clients {
-		ps := rc.Subscribe(ctx, "fencedlock:released:"+key)
-		t.Cleanup(func() { _ = ps.Close() })
-		if _, err := ps.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			for m := range ps.Channel() {
-				if strings.HasPrefix(m.Payload, "?") {
-					select {
-					case present <- m.Payload:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	return present
-}
 
 // While another process waits, a process hands the key on to its own
 // waiters at most three times in a row, then releases it for the other's

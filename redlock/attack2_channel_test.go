@@ -111,7 +111,6 @@ func TestAttack2OddPayloadsThenRelease(t *testing.T) {
 // overlap, tokens rise strictly from hold to hold, and every Lock succeeds
 // within its ctx.
 func TestAttack2ContendingClientsUnderForgedMessages(t *testing.T) {
-	t.Parallel() // checks safety, not timing: runs beside the others of its kind
 	r := newRig(t, 5)
 	const (
 		key       = "flooded"

@@ -193,7 +193,6 @@ func TestAttackSplitWinnerTakesReaskedNode(t *testing.T) {
 // K separate Clients split the votes with a node down (killed or frozen):
 // holds never overlap, and tokens strictly increase from hold to hold.
 func TestAttackSplitContendersStaySafe(t *testing.T) {
-	t.Parallel() // checks safety, not timing: runs beside the others of its kind
 	for _, fault := range []string{"killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {
 			r := newRig(t, 5)
@@ -219,7 +218,7 @@ func TestAttackSplitContendersStaySafe(t *testing.T) {
 				inside bool
 				wg     sync.WaitGroup
 			)
-			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 			defer cancel()
 			for _, c := range clients {
 				for range 2 {
@@ -255,7 +254,7 @@ func TestAttackSplitContendersStaySafe(t *testing.T) {
 				t.Errorf("tokens not strictly increasing: %v", tokens)
 			}
 			if len(tokens) < k {
-				t.Errorf("only %d holds in 1s among %d clients with a node %s", len(tokens), k, fault)
+				t.Errorf("only %d holds in 1.5s among %d clients with a node %s", len(tokens), k, fault)
 			}
 			t.Logf("%s: %d holds", fault, len(tokens))
 		})

@@ -135,7 +135,7 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 			// One client alone is measured for a third as long as the K
 			// (its rate is steady; the K need the time for every one of
 			// them to get the key).
-			const k, d, hold = 6, 1500 * time.Millisecond, time.Millisecond
+			const k, d, hold = 6, 3 * time.Second, time.Millisecond
 			nodeTimeout := max(50*time.Millisecond, 20*rtt)
 			ttl := 6 * nodeTimeout
 			one := contend(t, r, 1, ttl, nodeTimeout, 2*ttl, hold, d/3)

@@ -139,10 +139,14 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.had[i] = a.had[i] || r.had
 	state, token := a.state, a.token
 	a.pending--
-	a.maybeSettleLocked()
 	a.mu.Unlock()
 	a.replies <- r // buffered for every call: never blocks
 	a.settle(r, state, token)
+	// Settled only once this answer's release or heal is queued: whoever
+	// waits for settled (see fail) may let Close stop the batchers next.
+	a.mu.Lock()
+	a.maybeSettleLocked()
+	a.mu.Unlock()
 }
 
 // parse reads an acquire script's reply: {1, counter} or {0, pttl,
@@ -293,14 +297,30 @@ func (a *attempt) fail(err error) error {
 	// their node is down or frozen: then they may take the whole node
 	// timeout, and every failed attempt of a waiter would cost that much
 	// (with a node down, half the attempts under contention).
-	left = min(left, max(a.timeout-left, time.Millisecond))
-	if left > 0 {
-		t := time.NewTimer(left)
+	wait := min(left, max(a.timeout-left, time.Millisecond))
+	if wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-a.settled:
+			return err
 		case <-t.C:
 		}
+	}
+	if left > wait {
+		// The answers still out settle themselves (a late grant is
+		// released): they count as in flight until then, or their
+		// deadline, so that Close does not stop the batchers under them.
+		a.c.inflight.add(1)
+		go func() {
+			defer a.c.inflight.done()
+			t := time.NewTimer(left - wait)
+			defer t.Stop()
+			select {
+			case <-a.settled:
+			case <-t.C:
+			}
+		}()
 	}
 	return err
 }

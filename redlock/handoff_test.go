@@ -102,7 +102,6 @@ func TestUnlockHandsOnToLocalWaiter(t *testing.T) {
 	}
 }
 
-
 // While another process waits, a process hands the key on to its own
 // waiters at most three times in a row, then releases it for the other's
 // turn: two separate Clients, two goroutines each, looping on one key.

@@ -330,13 +330,8 @@ const (
 // alone counts: a hold that expired or stepped back unannounced is
 // forgotten at the next grant there.
 func (w *waitQueues) takenLocked(q *keyQueue, life time.Duration) bool {
-	now := time.Now()
-	for _, v := range q.held {
-		if v != "" && clientOf(v) != w.self && w.heldBy(q, v, now, life) >= w.c.quorum {
-			return true
-		}
-	}
-	return false
+	_, ok := w.takenOnLocked(q, life)
+	return ok
 }
 
 // takenOn returns a node that announced the grant by which, as
@@ -344,6 +339,10 @@ func (w *waitQueues) takenLocked(q *keyQueue, life time.Duration) bool {
 func (w *waitQueues) takenOn(q *keyQueue, life time.Duration) (node int, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.takenOnLocked(q, life)
+}
+
+func (w *waitQueues) takenOnLocked(q *keyQueue, life time.Duration) (node int, ok bool) {
 	now := time.Now()
 	for i, v := range q.held {
 		if v != "" && clientOf(v) != w.self && w.heldBy(q, v, now, life) >= w.c.quorum {

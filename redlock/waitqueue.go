@@ -45,6 +45,8 @@ type keyQueue struct {
 	nsubbed    int                  // how many are true in subbed
 	heard      []bool               // nodes that announced a release since the last attempt began
 	nheard     int                  // how many are true in heard
+	fresh      []bool               // of those, nodes that announced a release not stale (see stale)
+	nfresh     int                  // how many are true in fresh
 	free       int                  // nodes that granted the last attempt, which stepped back from them (see tried)
 	held       []string             // per node, the value it last announced a grant of; "" after its release
 	heldAt     []time.Time          // per node, when that grant was heard (real time)
@@ -52,7 +54,9 @@ type keyQueue struct {
 	peers      map[string]time.Time // other processes' Client ids (clientOf) seen, and when last
 	present    map[string]time.Time // of those, the ones whose head announced it waits, and when last
 	next       string               // the Client whose turn it is, as the releases heard since the last rearm named it
-	named      []namedBy            // the releases heard since the last rearm
+	named      []namedBy            // the releases first heard since the last rearm
+	stale      [maxNamed]string     // releases heard from enough nodes before a rearm (ring): after it they name nobody, nor wake (see deliver)
+	nstale     int                  // next slot in stale
 	presented  time.Time            // when a head last announced itself (see present)
 	presenter  *time.Timer          // announces again while anyone waits (see represent); nil when none
 	presentFor time.Duration        // the node timeout for those announcements
@@ -91,7 +95,7 @@ func (w *waitQueues) join(key string) (*keyQueue, chan struct{}) {
 	if q == nil {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, released: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
-			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n),
+			granted: make(chan struct{}, 1), subbed: make([]bool, n), heard: make([]bool, n), fresh: make([]bool, n),
 			held: make([]string, n), heldAt: make([]time.Time, n), heldUntil: make([]time.Time, n), peers: make(map[string]time.Time), present: make(map[string]time.Time)}
 		w.queues[key] = q
 	}
@@ -262,8 +266,16 @@ func (w *waitQueues) rearm(q *keyQueue) {
 func (w *waitQueues) rearmLocked(q *keyQueue) {
 	clear(q.heard)
 	q.nheard = 0
+	clear(q.fresh)
+	q.nfresh = 0
 	q.free = 0
 	q.next = ""
+	for _, n := range q.named {
+		if n.nodes >= w.enough(q) {
+			q.stale[q.nstale%len(q.stale)] = n.value
+			q.nstale++
+		}
+	}
 	q.named = q.named[:0]
 	select {
 	case <-q.released:
@@ -330,26 +342,39 @@ const (
 // alone counts: a hold that expired or stepped back unannounced is
 // forgotten at the next grant there.
 func (w *waitQueues) takenLocked(q *keyQueue, life time.Duration) bool {
-	_, ok := w.takenOnLocked(q, life)
+	_, _, ok := w.takenOnLocked(q, life)
 	return ok
 }
 
-// takenOn returns a node that announced the grant by which, as
+// takenOn returns a node that announced the grant (of value) by which, as
 // takenLocked sees it, another process holds q's key; false if none does.
-func (w *waitQueues) takenOn(q *keyQueue, life time.Duration) (node int, ok bool) {
+func (w *waitQueues) takenOn(q *keyQueue, life time.Duration) (node int, value string, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.takenOnLocked(q, life)
 }
 
-func (w *waitQueues) takenOnLocked(q *keyQueue, life time.Duration) (node int, ok bool) {
+func (w *waitQueues) takenOnLocked(q *keyQueue, life time.Duration) (node int, value string, ok bool) {
 	now := time.Now()
 	for i, v := range q.held {
 		if v != "" && clientOf(v) != w.self && w.heldBy(q, v, now, life) >= w.c.quorum {
-			return i, true
+			return i, v, true
 		}
 	}
-	return 0, false
+	return 0, "", false
+}
+
+// forgetHeld forgets the announced grants of value: a read of a node that
+// announced one found the key gone, so that hold is over (or its release
+// went unheard).
+func (w *waitQueues) forgetHeld(q *keyQueue, value string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, h := range q.held {
+		if h == value {
+			q.held[i] = ""
+		}
+	}
 }
 
 // heldBy is how many nodes last announced a grant of value that is not
@@ -543,10 +568,15 @@ const wakeRTTs = yieldRTTs
 
 // deliver routes node's pub/sub event for channel to its queue. A release
 // wakes the head once enough nodes announced one, whatever values they
-// released (the holder's, a contender's that stepped back, this process's
-// own failed attempt): woken by the first node alone, the head would find
-// the key still held on the others. Enough is a quorum, less the nodes that
-// never confirmed the subscription (a node that is down cannot announce).
+// released (the holder's, a transfer's that stepped back, this process's
+// own): woken by the first node alone, the head would find the key still
+// held on the others. Enough is a quorum, less the nodes that never
+// confirmed the subscription (a node that is down cannot announce). A
+// release heard from enough nodes before the last rearm is stale (see
+// keyQueue.stale): the rest of its announcements neither name whose turn
+// it is nor wake the head, unless with the nodes its last attempt found
+// free. One heard from fewer is not: it may be the release of the hold
+// that the rearm let pass, announced on the other nodes after it.
 // Releases by this process's own Unlock are skipped unless its wake-up
 // was deferred: wake told the head (see releasing).
 func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
@@ -612,11 +642,18 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		q.heard[node] = true
 		q.nheard++
 	}
+	stale := slices.Contains(q.stale[:], value)
+	if !stale && !q.fresh[node] {
+		q.fresh[node] = true
+		q.nfresh++
+	}
 	// Whose turn it is: what the first release heard from enough nodes
-	// since the rearm named. Counted per released value: the last
-	// announcements of an earlier release can come after the rearm, from
-	// the slower nodes, and must not name anyone.
-	if q.next == "" {
+	// since the rearm named. Counted per released value, and not for a
+	// stale one: the last announcements of an earlier release come after
+	// the rearm, from the slower nodes, and must not name anyone — with a
+	// node down, they can be enough on their own, and named, the process
+	// that took the key on that release asks again while it holds it.
+	if !stale {
 		i := slices.IndexFunc(q.named, func(n namedBy) bool { return n.value == value })
 		if i < 0 && len(q.named) < maxNamed {
 			q.named = append(q.named, namedBy{value: value})
@@ -624,14 +661,17 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 		}
 		if i >= 0 {
 			q.named[i].nodes++
-			if q.named[i].nodes >= w.enough(q) {
+			if q.next == "" && q.named[i].nodes >= w.enough(q) {
 				q.next = next
 			}
 		}
 	}
 	// A node that dies after it confirmed the subscription still counts in
 	// enough; the nodes that granted the head's last attempt are free too.
-	if q.nheard >= w.enough(q) || q.nheard+q.free >= w.c.quorum {
+	// Stale releases count only with those: on their own they woke a head
+	// before, for a release whose next holder may be still to announce its
+	// grants (then the head would ask into its hold).
+	if q.nfresh >= w.enough(q) || (q.free > 0 && q.nheard+q.free >= w.c.quorum) {
 		q.signal()
 	}
 }

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -81,4 +82,24 @@ func eventually(t testing.TB, deadline time.Time, what string, cond func() bool)
 		}
 		time.Sleep(time.Millisecond) // polling a condition, bounded by deadline
 	}
+}
+
+// setupHold takes key for a minute, for a test that needs it held before
+// it starts, not for what it tests: a node timeout derived from measured
+// round trips can still be missed on a loaded machine (a scheduler stall
+// of the first call on fresh connections), and a grant that came too late
+// is released in the background. So it tries again until it holds the key,
+// for up to 10 s.
+func setupHold(t testing.TB, c *redlock.Client, key string) *redlock.Lock {
+	t.Helper()
+	var l *redlock.Lock
+	eventually(t, time.Now().Add(10*time.Second), "hold "+key, func() bool {
+		var err error
+		l, err = c.TryLock(t.Context(), key, time.Minute)
+		if err != nil && !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	return l
 }

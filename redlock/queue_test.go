@@ -125,10 +125,7 @@ func TestLocalWaitersAcquireInArrivalOrder(t *testing.T) {
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
 	// An hour's backoff: only releases move the queue.
 	c := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithRetry(fixedBackoff(time.Hour)))
-	holder, err := c.TryLock(t.Context(), "fifo", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := setupHold(t, c, "fifo")
 	const n = 5
 	deadline := time.Now().Add(20 * n * nt)
 	ctxs := make([]context.Context, n)
@@ -154,10 +151,7 @@ func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 			r := newRig(t, 3)
 			nt := roomyNodeTimeout(measureRTT(t, r.clients))
 			c := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithRetry(fixedBackoff(time.Hour)))
-			holder, err := c.TryLock(t.Context(), "q", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
+			holder := setupHold(t, c, "q")
 			deadline := time.Now().Add(60 * nt)
 			ctxs := []context.Context{t.Context(), t.Context(), t.Context()}
 			ctx, cancel := context.WithCancel(t.Context())

@@ -217,6 +217,15 @@ func (w *waitQueues) tried(q *keyQueue, d time.Duration, refused bool, granted i
 	if refused {
 		q.shared, q.refused = time.Now(), d
 	}
+	// Releases announced while the attempt was out were counted without
+	// these nodes (free was 0 from the rearm that began it): the last
+	// announcements of the release that woke the head come then, stale,
+	// and with the nodes just found free they make a quorum (see deliver).
+	// Looked at only at a delivery, that wake-up would be lost, and the
+	// head sleep its backoff on a free key.
+	if q.free > 0 && q.nheard+q.free >= w.c.quorum {
+		q.signal()
+	}
 }
 
 // courtesy is how long a newcomer for key should let other processes go

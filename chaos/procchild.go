@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -60,11 +61,6 @@ func serveClient(in io.Reader, out io.Writer) error {
 
 	w := &lineWriter{w: out}
 	rec := history.NewRecorder(clock.Real(), s.Nodes)
-	if err := w.send(procEvent{Hello: &procHello{PID: os.Getpid(), Start: historyStart(rec)}}); err != nil {
-		return err
-	}
-	rec.Watch(func(op history.Op) { _ = w.send(procEvent{Op: &op}) })
-
 	storeRDB := redis.NewClient(&redis.Options{Addr: s.Store})
 	defer storeRDB.Close()
 	var clk clock.Clock = clock.Real()
@@ -76,6 +72,16 @@ func serveClient(in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer c.close()
+	// A new process has no connections yet: dial them before saying hello
+	// (Run starts the workload once every client did), so that its first
+	// holds do not pay for the dials under the node timeout. On a loaded
+	// machine under -race the first 2s of a fresh client process got no
+	// hold at all, every dial and first call past a 50ms node timeout.
+	warmUp(append([]*redis.Client{storeRDB}, c.rdbs...), max(time.Second, 20*cfg.NodeTimeout))
+	if err := w.send(procEvent{Hello: &procHello{PID: os.Getpid(), Start: historyStart(rec)}}); err != nil {
+		return err
+	}
+	rec.Watch(func(op history.Op) { _ = w.send(procEvent{Op: &op}) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

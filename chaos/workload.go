@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +93,20 @@ func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *history
 	}
 	c.rl = rl
 	return c, nil
+}
+
+// warmUp dials a connection to each of rdbs (a PING), each within
+// timeout; a node that does not answer is left to the run.
+func warmUp(rdbs []*redis.Client, timeout time.Duration) {
+	var wg sync.WaitGroup
+	for _, rdb := range rdbs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			_ = rdb.Ping(ctx).Err()
+		})
+	}
+	wg.Wait()
 }
 
 func (c *client) close() {

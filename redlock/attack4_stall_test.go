@@ -25,6 +25,7 @@ import (
 // return to the next grant) must stay within that. (Held on be8a260: no
 // stall seen in runs of 2s, the longest gap about 100ms, a yield.)
 func TestAttack4NoStallWithNodeDownAndLongBackoff(t *testing.T) {
+	t.Parallel() // its bound is a third of the run, several yields: runs beside the others of its kind
 	r := newRig(t, 5)
 	t.Cleanup(func() { awaitNoDialProbes(t) }) // after the clients' Close
 	rtt := pingRTT(t, r.clients)

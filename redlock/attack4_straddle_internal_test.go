@@ -81,6 +81,132 @@ func attack4RTT(t *testing.T, nodes []redis.UniversalClient) time.Duration {
 	return rtts[len(rtts)*9/10]
 }
 
+// straddle is the rig of the tests below: n nodes, each with a client of
+// the library's (the one of node hooked carries hook) and one for the
+// test's own hands; the key set to holder on the nodes held; then the
+// node down killed (-1: none); and a Client on a fake clock that never
+// moves, whose Lock of the key was refused and sleeps, subscribed on
+// subbed nodes.
+type straddle struct {
+	hands  []redis.UniversalClient
+	hook   *afterAcquire
+	rtt    time.Duration
+	c      *Client
+	q      *keyQueue
+	ctx    context.Context
+	cancel context.CancelFunc
+	got    chan error // the Lock's outcome (its hold unlocked at once)
+}
+
+const straddleHolder = "00000000-0000-7000-8000-00000badcafe"
+
+func newStraddle(t *testing.T, key string, hooked int, held []int, down, subbed int) *straddle {
+	t.Helper()
+	procs := redistest.StartN(t, 3)
+	r := &straddle{hook: &afterAcquire{}}
+	var nodes []redis.UniversalClient
+	for i, p := range procs {
+		hand := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		if i == hooked {
+			n.AddHook(r.hook)
+		}
+		t.Cleanup(func() { _ = hand.Close(); _ = n.Close() })
+		r.hands, nodes = append(r.hands, hand), append(nodes, n)
+	}
+	r.rtt = attack4RTT(t, r.hands)
+	for _, i := range held {
+		if err := r.hands[i].Set(t.Context(), key, straddleHolder, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if down >= 0 {
+		if err := procs[down].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c, err := New(nodes, WithClock(fake), WithRetry(attack4Fixed(time.Minute)),
+		WithNodeTimeout(max(250*time.Millisecond, 100*r.rtt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	r.c = c
+	r.ctx, r.cancel = context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(r.cancel)
+	r.got = make(chan error, 1)
+	go func() {
+		l, err := c.Lock(r.ctx, key, 10*time.Second)
+		if err == nil {
+			err = l.Unlock(context.WithoutCancel(r.ctx))
+		}
+		r.got <- err
+	}()
+	if err := fake.BlockUntilContext(r.ctx, 1); err != nil { // refused, asleep
+		t.Fatal(err)
+	}
+	c.waiters.mu.Lock()
+	r.q = c.waiters.queues[key]
+	n := r.q.nsubbed
+	c.waiters.mu.Unlock()
+	if n != subbed {
+		t.Fatalf("%d subscriptions confirmed, want %d", n, subbed)
+	}
+	return r
+}
+
+// release deletes the key on node i and announces the holder's release
+// there, by hand.
+func (r *straddle) release(key string, i int) error {
+	if err := r.hands[i].Del(r.ctx, key).Err(); err != nil {
+		return err
+	}
+	return r.hands[i].Publish(r.ctx, releaseChannel(key), straddleHolder).Err()
+}
+
+// awaitHeard waits until the head's subscriber delivered node i's
+// announcement (bounded by the rig's ctx).
+func (r *straddle) awaitHeard(i int) {
+	for {
+		r.c.waiters.mu.Lock()
+		heard := r.q.heard[i]
+		r.c.waiters.mu.Unlock()
+		if heard || r.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition, bounded by ctx
+	}
+}
+
+// expectAsk fails unless the Lock gets the key within hundreds of round
+// trips once straggled is closed (a few would do), and says what the
+// head's queue knew when it did not.
+func (r *straddle) expectAsk(t *testing.T, straggled <-chan struct{}, node int, what string) {
+	t.Helper()
+	select {
+	case <-straggled:
+	case err := <-r.got:
+		t.Fatalf("the head got the lock before the release reached node %d: %v", node, err)
+	case <-r.ctx.Done():
+		t.Fatalf("the head never asked node %d after the release elsewhere", node)
+	}
+	bound := max(3*time.Second, 500*r.rtt)
+	select {
+	case err := <-r.got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		r.c.waiters.mu.Lock()
+		t.Errorf("the head sleeps on %v after %s: heard %d, free %d, enough %d, quorum %d",
+			bound, what, r.q.nheard, r.q.free, r.c.waiters.enough(r.q), r.c.quorum)
+		r.c.waiters.mu.Unlock()
+		r.cancel()
+		<-r.got
+	}
+}
+
 // The last announcements of a release can come while the head that the
 // first ones woke makes its attempt — here the release on node 1 lands
 // just after that attempt was refused there, and is announced before the
@@ -95,114 +221,27 @@ func attack4RTT(t *testing.T, nodes []redis.UniversalClient) time.Duration {
 // announced on every live node, nothing was lost or forged, and the head
 // sleeps its whole backoff (on a fake clock that never moves: for ever).
 func TestAttack4StragglerDuringAttemptWakesHead(t *testing.T) {
-	procs := redistest.StartN(t, 3)
-	var hands, nodes []redis.UniversalClient
-	hook := &afterAcquire{}
-	for i, p := range procs {
-		hand := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		if i == 1 {
-			n.AddHook(hook)
-		}
-		t.Cleanup(func() { _ = hand.Close(); _ = n.Close() })
-		hands, nodes = append(hands, hand), append(nodes, n)
-	}
-	rtt := attack4RTT(t, hands)
 	const key = "straddle"
-	channel := releaseChannel(key)
-	// The holder's value: another process's, older than the head's (its
-	// caller began to wait earlier), so it wins the tie of one node each.
-	const holder = "00000000-0000-7000-8000-00000badcafe"
-	for _, h := range hands[:2] {
-		if err := h.Set(t.Context(), key, holder, time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := procs[2].Kill(); err != nil { // down from the start
-		t.Fatal(err)
-	}
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c, err := New(nodes, WithClock(fake), WithRetry(attack4Fixed(time.Minute)),
-		WithNodeTimeout(max(250*time.Millisecond, 100*rtt)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	got := make(chan error, 1)
-	go func() {
-		l, err := c.Lock(ctx, key, 10*time.Second)
-		if err == nil {
-			err = l.Unlock(context.WithoutCancel(ctx))
-		}
-		got <- err
-	}()
-	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused, asleep
-		t.Fatal(err)
-	}
-	c.waiters.mu.Lock()
-	q := c.waiters.queues[key]
-	subbed := q.nsubbed
-	c.waiters.mu.Unlock()
-	if subbed != 2 {
-		t.Fatalf("%d subscriptions confirmed, want the 2 live nodes'", subbed)
-	}
-
+	// The holder's value is another process's, older than the head's (its
+	// caller began to wait earlier), so it wins the tie of one node each;
+	// node 2 is down from the start.
+	r := newStraddle(t, key, 1, []int{0, 1}, 2, 2)
 	// The holder's release lands on node 0 first; on node 1 just after the
 	// head's attempt (woken by node 0's announcement) was refused there,
 	// and it is announced to the head before that attempt ends.
 	straggled := make(chan struct{})
-	hook.arm(func() {
+	r.hook.arm(func() {
 		defer close(straggled)
-		if err := hands[1].Del(ctx, key).Err(); err != nil {
+		if err := r.release(key, 1); err != nil {
 			t.Error(err)
 			return
 		}
-		if err := hands[1].Publish(ctx, channel, holder).Err(); err != nil {
-			t.Error(err)
-			return
-		}
-		for { // until the head's subscriber delivered it (bounded by ctx)
-			c.waiters.mu.Lock()
-			heard := q.heard[1]
-			c.waiters.mu.Unlock()
-			if heard || ctx.Err() != nil {
-				return
-			}
-			time.Sleep(time.Millisecond) // polling a condition, bounded by ctx
-		}
+		r.awaitHeard(1)
 	})
-	if err := hands[0].Del(ctx, key).Err(); err != nil {
+	if err := r.release(key, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := hands[0].Publish(ctx, channel, holder).Err(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-straggled:
-	case err := <-got:
-		t.Fatalf("the head got the lock before the release reached node 1: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the head never asked node 1 after node 0's release")
-	}
-	// The key is free on both live nodes now, and both announced it. The
-	// head should ask again within a few round trips; give it hundreds.
-	bound := max(3*time.Second, 500*rtt)
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		c.waiters.mu.Lock()
-		t.Errorf("the head sleeps on %v after the release was announced on every live node, the key free on both: "+
-			"heard %d, free %d, enough %d, quorum %d",
-			bound, q.nheard, q.free, c.waiters.enough(q), c.quorum)
-		c.waiters.mu.Unlock()
-		cancel()
-		<-got
-	}
+	r.expectAsk(t, straggled, 1, "the release was announced on every live node, the key free on both")
 }
 
 // attack4Fixed always waits d.
@@ -224,116 +263,35 @@ func (f attack4Fixed) Backoff(int) (time.Duration, bool) { return time.Duration(
 // moves: for ever). (The contender, whose own attempt straddled the same
 // announcement, sleeps too: nobody asks.)
 func TestAttack4StragglerDuringSplitAttemptWakesHead(t *testing.T) {
-	procs := redistest.StartN(t, 3)
-	var hands, nodes []redis.UniversalClient
-	hook := &afterAcquire{}
-	for i, p := range procs {
-		hand := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		if i == 2 {
-			n.AddHook(hook)
-		}
-		t.Cleanup(func() { _ = hand.Close(); _ = n.Close() })
-		hands, nodes = append(hands, hand), append(nodes, n)
-	}
-	rtt := attack4RTT(t, hands)
 	const key = "straddle-split"
-	channel := releaseChannel(key)
-	const (
-		holder    = "00000000-0000-7000-8000-00000badcafe"
-		contender = "00000000-0000-7000-8000-000000c0ffee"
-	)
-	for _, h := range hands {
-		if err := h.Set(t.Context(), key, holder, time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c, err := New(nodes, WithClock(fake), WithRetry(attack4Fixed(time.Minute)),
-		WithNodeTimeout(max(250*time.Millisecond, 100*rtt)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	got := make(chan error, 1)
-	go func() {
-		l, err := c.Lock(ctx, key, 10*time.Second)
-		if err == nil {
-			err = l.Unlock(context.WithoutCancel(ctx))
-		}
-		got <- err
-	}()
-	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused, asleep
-		t.Fatal(err)
-	}
-	c.waiters.mu.Lock()
-	q := c.waiters.queues[key]
-	subbed := q.nsubbed
-	c.waiters.mu.Unlock()
-	if subbed != 3 {
-		t.Fatalf("%d subscriptions confirmed, want 3", subbed)
-	}
+	const contender = "00000000-0000-7000-8000-000000c0ffee"
+	r := newStraddle(t, key, 2, []int{0, 1, 2}, -1, 3)
 	straggled := make(chan struct{})
-	hook.arm(func() {
+	r.hook.arm(func() {
 		defer close(straggled)
-		if err := hands[2].Del(ctx, key).Err(); err != nil {
+		if err := r.release(key, 2); err != nil {
 			t.Error(err)
 			return
 		}
-		if err := hands[2].Publish(ctx, channel, holder).Err(); err != nil {
-			t.Error(err)
-			return
-		}
-		for { // until the head's subscriber delivered it (bounded by ctx)
-			c.waiters.mu.Lock()
-			heard := q.heard[2]
-			c.waiters.mu.Unlock()
-			if heard || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(time.Millisecond) // polling a condition, bounded by ctx
-		}
+		r.awaitHeard(2)
 		// The contender lost too: it steps back, unannounced.
-		if err := hands[1].Del(ctx, key).Err(); err != nil {
+		if err := r.hands[1].Del(r.ctx, key).Err(); err != nil {
 			t.Error(err)
 		}
 	})
-	if err := hands[0].Del(ctx, key).Err(); err != nil {
+	if err := r.release(key, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := hands[1].Del(ctx, key).Err(); err != nil {
+	// On node 1 the contender takes the key as soon as the holder's
+	// release frees it, before the head asks.
+	if err := r.hands[1].Del(r.ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := hands[1].Set(ctx, key, contender, 10*time.Second).Err(); err != nil {
+	if err := r.hands[1].Set(r.ctx, key, contender, 10*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range hands[:2] {
-		if err := h.Publish(ctx, channel, holder).Err(); err != nil {
-			t.Fatal(err)
-		}
+	if err := r.hands[1].Publish(r.ctx, releaseChannel(key), straddleHolder).Err(); err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-straggled:
-	case err := <-got:
-		t.Fatalf("the head got the lock before the release reached node 2: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the head never asked node 2 after the release on nodes 0 and 1")
-	}
-	bound := max(3*time.Second, 500*rtt)
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		c.waiters.mu.Lock()
-		t.Errorf("the head sleeps on %v after the release was announced on every node, the key free on every node: "+
-			"heard %d, free %d, enough %d, quorum %d",
-			bound, q.nheard, q.free, c.waiters.enough(q), c.quorum)
-		c.waiters.mu.Unlock()
-		cancel()
-		<-got
-	}
+	r.expectAsk(t, straggled, 2, "the release was announced on every node, the key free on every node")
 }

@@ -16,6 +16,7 @@ import (
 // its bound, every call returns soon after, and no grant is left behind but
 // the holds that were handed out (which Close leaves to their TTL).
 func TestAttackCloseDuringCalls(t *testing.T) {
+	t.Parallel() // no timing judged but roomy bounds: runs beside the others of its kind
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			r := newRig(t, 3)

@@ -16,6 +16,7 @@ import (
 // backoff is on a fake clock that never moves: only the release can wake
 // it), and leave nothing behind.
 func TestAttackOddKeys(t *testing.T) {
+	t.Parallel() // a fake clock and roomy bounds: runs beside the others of its kind
 	for _, tc := range []struct{ name, key string }{
 		{"empty tag", "{}"},
 		{"open brace", "{"},

@@ -193,6 +193,7 @@ func TestAttackSplitWinnerTakesReaskedNode(t *testing.T) {
 // K separate Clients split the votes with a node down (killed or frozen):
 // holds never overlap, and tokens strictly increase from hold to hold.
 func TestAttackSplitContendersStaySafe(t *testing.T) {
+	t.Parallel() // checks safety, and liveness by a wide margin: runs beside the others of its kind
 	for _, fault := range []string{"killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {
 			r := newRig(t, 5)

@@ -24,7 +24,8 @@ type attemptState int
 const (
 	undecided attemptState = iota
 	acquired               // a Lock was returned; late nodes heal their counter
-	abandoned              // failed or unlocked; late nodes release their grant
+	abandoned              // failed; late nodes release their grant
+	unlocked               // acquired, then unlocked; late nodes heal, and Unlock's release removes their grant
 )
 
 // maxReasks bounds how often the winner of a split vote asks again the
@@ -225,7 +226,18 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		if r.granted || r.err != nil { // an error may hide a grant
 			a.stepBack(r.node)
 		}
-		if token > 0 && r.err == nil && r.counter < token { // unlocked: heal all the same
+	case unlocked:
+		// A grant answered in time: Unlock's release to this node was
+		// queued behind this call (a key's calls to a node go in order),
+		// so it reaches the node after it and removes the grant. A step
+		// back of its own could instead come first, when this answer
+		// arrives between Unlock's decision and its sends: the release
+		// then finds nothing there and counts as a refusal (measured: an
+		// Unlock that waited for its last node, or reported the hold lost).
+		if r.err != nil { // an error may hide a grant, sent in whatever order
+			a.stepBack(r.node)
+		}
+		if r.err == nil && r.counter < token { // heal all the same
 			a.heal(r.node, token)
 		}
 	}
@@ -247,12 +259,13 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 	return in
 }
 
-// refusedBy marks the hold abandoned (an Unlock: answers still to come
-// release themselves, and heal to token) and returns the nodes that refused
-// it. The answers already in were settled when the hold was acquired.
+// refusedBy marks the hold unlocked (answers still to come heal to token;
+// Unlock's release, sent to them too, removes their grants) and returns the
+// nodes that refused it. The answers already in were settled when the hold
+// was acquired.
 func (a *attempt) refusedBy(token uint64) []int {
 	var refused []int
-	for _, r := range a.decide(abandoned, token) {
+	for _, r := range a.decide(unlocked, token) {
 		if !r.granted && r.err == nil {
 			refused = append(refused, r.node)
 		}

@@ -65,6 +65,7 @@ type attempt struct {
 	deadline time.Time     // real time by which every acquire call completes
 	had      []bool        // a transfer: node i released the old hold
 	asked    bool          // the first ask went out
+	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out
 }
 
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
@@ -106,6 +107,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, fr
 		settled:  make(chan struct{}),
 		from:     from,
 		had:      make([]bool, n),
+		skipped:  make([]bool, n),
 	}
 	a.ask(c.all)
 	return a
@@ -234,7 +236,13 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		// arrives between Unlock's decision and its sends: the release
 		// then finds nothing there and counts as a refusal (measured: an
 		// Unlock that waited for its last node, or reported the hold lost).
-		if r.err != nil { // an error may hide a grant, sent in whatever order
+		// But a node that Unlock left out (its latest answer was a
+		// refusal: a split vote's re-ask was still out) gets no release:
+		// its grant steps back.
+		a.mu.Lock()
+		skipped := a.skipped[r.node]
+		a.mu.Unlock()
+		if r.err != nil || (r.granted && skipped) { // an error may hide a grant, sent in whatever order
 			a.stepBack(r.node)
 		}
 		if r.err == nil && r.counter < token { // heal all the same
@@ -261,15 +269,23 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 
 // refusedBy marks the hold unlocked (answers still to come heal to token;
 // Unlock's release, sent to them too, removes their grants) and returns the
-// nodes that refused it. The answers already in were settled when the hold
+// nodes that refused it: Unlock leaves them out, so a grant that one of them
+// answers later (a split vote's re-ask) steps back. The answers already in were settled when the hold
 // was acquired.
 func (a *attempt) refusedBy(token uint64) []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// Which nodes Unlock leaves out is fixed with the state, atomically: an
+	// answer that sees unlocked also sees whether its node gets a release.
+	a.state, a.token = unlocked, token
 	var refused []int
-	for _, r := range a.decide(unlocked, token) {
-		if !r.granted && r.err == nil {
-			refused = append(refused, r.node)
+	for i, ok := range a.answered {
+		if r := a.latest[i]; ok && !r.granted && r.err == nil {
+			refused = append(refused, i)
+			a.skipped[i] = true
 		}
 	}
+	a.maybeSettleLocked()
 	return refused
 }
 

@@ -39,15 +39,15 @@ vet:
 	$(STATICCHECK) ./...
 	cd bench && $(GO) vet ./... && $(STATICCHECK) ./...
 
+# The per-package timeout only stops a hung run: the chaos package is the
+# long pole, 10 min on a 2-core machine with one core kept busy and near 15
+# when something else loads it too (its runs stretch with the measured timing).
 test: deps vet
 	@if docker info >/dev/null 2>&1; then \
 		bash scripts/redis-image.sh $(LOCAL_IMAGE); \
 	else \
 		echo "docker not available: the container tests will be skipped"; \
 	fi
-	# The chaos package is the long pole: 10 min on a 2-core machine with one
-	# core kept busy, near 15 when something else loads it too (its runs
-	# stretch with the measured timing). The timeout only stops a hung run.
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 5m ./...
 

@@ -20,7 +20,7 @@ func TestSmokeQuorumOffByOne(t *testing.T) {
 	if !ok {
 		t.Fatal("no mutant quorum-off-by-one")
 	}
-	res, err := Run(t.Context(), root, t.TempDir(), m, Chaos{Faults: "kill", Duration: 30 * time.Second})
+	res, err := Run(t.Context(), root, t.TempDir(), m, Chaos{Faults: "hunt", Duration: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,23 +64,6 @@ func (h *afterAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-// attack4RTT is a PING round trip to the nodes that nine in ten beat.
-func attack4RTT(t *testing.T, nodes []redis.UniversalClient) time.Duration {
-	t.Helper()
-	var rtts []time.Duration
-	for _, n := range nodes {
-		for range 10 {
-			start := time.Now()
-			if err := n.Ping(t.Context()).Err(); err != nil {
-				t.Fatal(err)
-			}
-			rtts = append(rtts, time.Since(start))
-		}
-	}
-	slices.Sort(rtts)
-	return rtts[len(rtts)*9/10]
-}
-
 // straddle is the rig of the tests below: n nodes, each with a client of
 // the library's (the one of node hooked carries hook) and one for the
 // test's own hands; the key set to holder on the nodes held; then the
@@ -114,7 +97,7 @@ func newStraddle(t *testing.T, key string, hooked int, held []int, down, subbed 
 		t.Cleanup(func() { _ = hand.Close(); _ = n.Close() })
 		r.hands, nodes = append(r.hands, hand), append(nodes, n)
 	}
-	r.rtt = attack4RTT(t, r.hands)
+	r.rtt = redistest.PingRTT(t, r.hands)
 	for _, i := range held {
 		if err := r.hands[i].Set(t.Context(), key, straddleHolder, time.Minute).Err(); err != nil {
 			t.Fatal(err)

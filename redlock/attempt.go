@@ -256,6 +256,10 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 func (a *attempt) decide(state attemptState, token uint64) []reply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.decideLocked(state, token)
+}
+
+func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 	a.state, a.token = state, token
 	in := make([]reply, 0, len(a.answered))
 	for i, ok := range a.answered {
@@ -277,15 +281,13 @@ func (a *attempt) refusedBy(token uint64) []int {
 	defer a.mu.Unlock()
 	// Which nodes Unlock leaves out is fixed with the state, atomically: an
 	// answer that sees unlocked also sees whether its node gets a release.
-	a.state, a.token = unlocked, token
 	var refused []int
-	for i, ok := range a.answered {
-		if r := a.latest[i]; ok && !r.granted && r.err == nil {
-			refused = append(refused, i)
-			a.skipped[i] = true
+	for _, r := range a.decideLocked(unlocked, token) {
+		if !r.granted && r.err == nil {
+			refused = append(refused, r.node)
+			a.skipped[r.node] = true
 		}
 	}
-	a.maybeSettleLocked()
 	return refused
 }
 

@@ -2,12 +2,12 @@ package redlock_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -18,30 +18,10 @@ func measureRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
 	return pingRTT(t, nodes)
 }
 
-// pingRTT is a round trip that nine in ten PINGs to the nodes beat: the
-// unit the timing bounds of these tests are multiples of, so that they
-// stretch on a loaded machine instead of failing. (Not the slowest: one
-// stray hiccup would make every bound, and the test, a hundred times
-// longer.)
+// pingRTT is redistest.PingRTT: the unit of these tests' timing bounds.
 func pingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
 	t.Helper()
-	var rtts []time.Duration
-	for i, n := range nodes {
-		if err := n.Ping(t.Context()).Err(); err != nil { // dials
-			t.Fatalf("node %d: %v", i, err)
-		}
-		for range max(10, 30/len(nodes)) {
-			start := time.Now()
-			if err := n.Ping(t.Context()).Err(); err != nil {
-				t.Fatalf("node %d: %v", i, err)
-			}
-			rtts = append(rtts, time.Since(start))
-		}
-	}
-	slices.Sort(rtts)
-	p90 := rtts[len(rtts)*9/10]
-	t.Logf("PING round trips: median %v, 90th percentile %v, slowest %v", rtts[len(rtts)/2], p90, rtts[len(rtts)-1])
-	return p90
+	return redistest.PingRTT(t, nodes)
 }
 
 // warmUp takes and releases a lock on nodes with a client of its own, so

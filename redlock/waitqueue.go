@@ -223,9 +223,7 @@ func (w *waitQueues) tried(q *keyQueue, d time.Duration, refused bool, granted i
 	// and with the nodes just found free they make a quorum (see deliver).
 	// Looked at only at a delivery, that wake-up would be lost, and the
 	// head sleep its backoff on a free key.
-	if q.free > 0 && q.nheard+q.free >= w.c.quorum {
-		q.signal()
-	}
+	w.wakeLocked(q)
 }
 
 // courtesy is how long a newcomer for key should let other processes go
@@ -675,11 +673,17 @@ func (w *waitQueues) deliver(node int, channel, value string, confirmed bool) {
 			}
 		}
 	}
-	// A node that dies after it confirmed the subscription still counts in
-	// enough; the nodes that granted the head's last attempt are free too.
-	// Stale releases count only with those: on their own they woke a head
-	// before, for a release whose next holder may be still to announce its
-	// grants (then the head would ask into its hold).
+	w.wakeLocked(q)
+}
+
+// wakeLocked wakes q's head when the releases heard since the last rearm
+// free the key: enough nodes announced a release that is not stale (a node
+// that dies after it confirmed the subscription still counts in enough),
+// or the nodes that announced any, with those that granted the head's last
+// attempt, make a quorum. Stale releases count only with those: on their
+// own they woke a head before, for a release whose next holder may be
+// still to announce its grants (then the head would ask into its hold).
+func (w *waitQueues) wakeLocked(q *keyQueue) {
 	if q.nfresh >= w.enough(q) || (q.free > 0 && q.nheard+q.free >= w.c.quorum) {
 		q.signal()
 	}

@@ -4,7 +4,9 @@ package redistest
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -74,4 +76,29 @@ func Clients(t testing.TB, procs []*redisproc.Proc) []redis.UniversalClient {
 		cs[i] = Client(t, p)
 	}
 	return cs
+}
+
+// PingRTT is a round trip that nine in ten PINGs to nodes beat: the unit
+// the timing bounds of tests are multiples of, so that they stretch on a
+// loaded machine instead of failing. (Not the slowest: one stray hiccup
+// would make every bound, and the test, a hundred times longer.)
+func PingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
+	t.Helper()
+	var rtts []time.Duration
+	for i, n := range nodes {
+		if err := n.Ping(t.Context()).Err(); err != nil { // dials
+			t.Fatalf("node %d: %v", i, err)
+		}
+		for range max(10, 30/len(nodes)) {
+			start := time.Now()
+			if err := n.Ping(t.Context()).Err(); err != nil {
+				t.Fatalf("node %d: %v", i, err)
+			}
+			rtts = append(rtts, time.Since(start))
+		}
+	}
+	slices.Sort(rtts)
+	p90 := rtts[len(rtts)*9/10]
+	t.Logf("PING round trips: median %v, 90th percentile %v, slowest %v", rtts[len(rtts)/2], p90, rtts[len(rtts)-1])
+	return p90
 }

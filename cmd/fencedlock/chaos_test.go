@@ -11,10 +11,11 @@ import (
 
 func TestChaosCommand(t *testing.T) {
 	dir := t.TempDir()
-	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
-	r := call(t.Context(), append([]string{"chaos", "--nodes", "3", "--clients", "3",
-		"--faults", "kill,pause", "--seed", "3", "--quiet", "--json", jsonPath, "--html", htmlPath}, chaosFlags(t)...)...)
+	jsonPath, htmlPath, histPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "h.jsonl")
+	r := call(t.Context(), append([]string{"chaos", "--nodes", "3", "--clients", "3", "--faults", "kill,pause", "--seed", "3",
+		"--quiet", "--json", jsonPath, "--html", htmlPath, "--history", histPath}, chaosFlags(t)...)...)
 	if r.code != 0 {
+		logHistory(t, histPath)
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "verdict: OK") {
@@ -84,10 +85,11 @@ func TestChaosExitStatuses(t *testing.T) {
 // --client-procs runs the clients as processes of this binary: the summary
 // and the JSON report list them, and each client-pause as a SIGSTOP.
 func TestChaosClientProcs(t *testing.T) {
-	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	jsonPath, histPath := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "h.jsonl")
 	r := call(t.Context(), append([]string{"chaos", "--client-procs", "--nodes", "3", "--clients", "2",
-		"--faults", "client-pause", "--seed", "3", "--quiet", "--json", jsonPath}, chaosFlags(t)...)...)
+		"--faults", "client-pause", "--seed", "3", "--quiet", "--json", jsonPath, "--history", histPath}, chaosFlags(t)...)...)
 	if r.code != 0 {
+		logHistory(t, histPath)
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"2 client processes", "client processes: pids ", "ended: 2 exit status 0", "SIGSTOP client "} {

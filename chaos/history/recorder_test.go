@@ -148,14 +148,23 @@ func TestRecorderConcurrent(t *testing.T) {
 				token uint64
 				log   []string
 			)
-			// Without a lock, every client holds before any releases.
-			var holding sync.WaitGroup
+			// Without a lock, every client holds before any releases. With
+			// one, the first holder releases only once every client is
+			// acquiring: a handover for certain. Else a loaded machine may
+			// run the goroutines one after the other, each through its
+			// rounds before the next starts, and nobody ever waits (seen
+			// in CI: no handover at all).
+			var holding, invoked sync.WaitGroup
 			holding.Add(clients)
+			invoked.Add(clients)
 			var wg sync.WaitGroup
 			for c := range clients {
 				wg.Go(func() {
 					for i := range rounds {
 						a := rec.Acquire(c, "k")
+						if i == 0 {
+							invoked.Done()
+						}
 						if tc.locked {
 							mu.Lock()
 						}
@@ -174,6 +183,9 @@ func TestRecorderConcurrent(t *testing.T) {
 						seq := uint64(len(log))
 						state.Unlock()
 						w.Accepted(seq)
+						if tc.locked && i == 0 {
+							invoked.Wait()
+						}
 						r := rec.Release(h)
 						if tc.locked {
 							mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -23,7 +24,7 @@ import (
 // with sharedFor raised to 10s, the runs were 4.
 func TestAttack3HandOnBoundedWhileOtherProcessSleeps(t *testing.T) {
 	r := newRig(t, 3)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	nodeTimeout := max(50*time.Millisecond, 20*rtt)
 	cs := separateClients(t, r, 2, nodeTimeout)
 	a, b := cs[0], cs[1]

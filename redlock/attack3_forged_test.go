@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -18,7 +19,7 @@ import (
 // however short its backoff.
 func TestAttack3UnheardReleaseStallsWaiterBeyondBackoff(t *testing.T) {
 	r := newRig(t, 3)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	backoff := max(20*time.Millisecond, 20*rtt)
 	c := r.client(t, redlock.WithRetry(fixedBackoff(backoff)))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -154,7 +155,7 @@ func handOffSetup(ctx context.Context, t *testing.T, r *rig, a, b *redlock.Clien
 // stepBack with the release channel when a.from != "".)
 func TestAttack3FailedHandOffWakesOtherProcess(t *testing.T) {
 	r := newRig(t, 3)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	nodeTimeout := max(2*time.Second, 200*rtt) // the transfer waits out the pause within it
 	cs := separateClients(t, r, 2, nodeTimeout)
 	a, b := cs[0], cs[1]
@@ -210,7 +211,7 @@ func TestAttack3FailedHandOffWakesOtherProcess(t *testing.T) {
 func TestAttack3CloseDuringHandOffLeavesNoHold(t *testing.T) {
 	t.Parallel() // checks safety, not timing: runs beside the others of its kind
 	r := newRig(t, 3)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	nodeTimeout := max(2*time.Second, 200*rtt)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
@@ -262,7 +263,7 @@ func TestAttack3CloseDuringHandOffLeavesNoHold(t *testing.T) {
 // hold was released nowhere. The head gets a larger token.
 func TestAttack3HandOffOfLostHoldReportsLoss(t *testing.T) {
 	r := newRig(t, 3)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	a := separateClients(t, r, 1, roomyNodeTimeout(rtt))[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -28,7 +29,7 @@ func TestAttack4NoStallWithNodeDownAndLongBackoff(t *testing.T) {
 	t.Parallel() // its bound is a third of the run, several yields: runs beside the others of its kind
 	r := newRig(t, 5)
 	t.Cleanup(func() { awaitNoDialProbes(t) }) // after the clients' Close
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	if err := r.procs[4].Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,9 @@ import (
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
 
-// afterAcquire is a go-redis hook that, once armed, runs f once after a
-// node applied an acquire script (its reply read, not yet handed back to
-// the attempt): a moment between two steps of a real server that a test
-// cannot otherwise pick.
+// afterAcquire, once armed, runs f once after a node applied an acquire
+// script (its fire is a redistest.AfterReply hook: the reply read, not yet
+// handed back to the attempt).
 type afterAcquire struct {
 	mu    sync.Mutex
 	armed bool
@@ -48,22 +47,6 @@ func (h *afterAcquire) fire(cmds ...redis.Cmder) {
 	}
 }
 
-func (h *afterAcquire) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *afterAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.fire(cmd)
-		return err
-	}
-}
-func (h *afterAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		h.fire(cmds...)
-		return err
-	}
-}
-
 // straddle is the rig of the tests below: n nodes, each with a client of
 // the library's (the one of node hooked carries hook) and one for the
 // test's own hands; the key set to holder on the nodes held; then the
@@ -92,7 +75,7 @@ func newStraddle(t *testing.T, key string, hooked int, held []int, down, subbed 
 		hand := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 		if i == hooked {
-			n.AddHook(r.hook)
+			n.AddHook(redistest.AfterReply(r.hook.fire))
 		}
 		t.Cleanup(func() { _ = hand.Close(); _ = n.Close() })
 		r.hands, nodes = append(r.hands, hand), append(nodes, n)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/internal/redistest"
 )
 
 // Attack on the unlocked attempt state: a node re-asked by a split vote's
@@ -56,22 +58,6 @@ func (h *reaskHook) after(cmds ...redis.Cmder) {
 	}
 }
 
-func (h *reaskHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *reaskHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.after(cmd)
-		return err
-	}
-}
-func (h *reaskHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		h.after(cmds...)
-		return err
-	}
-}
-
 // 5 nodes, node 4 down; nodes 2 and 3 hold the key for a contender with a
 // larger value (a 2-2 tie this attempt wins). Once both refused, the
 // contender's keys go; the re-ask grants on node 2 (quorum: the Lock is
@@ -100,8 +86,8 @@ func TestAttack5ReaskGrantAfterUnlockIsReleased(t *testing.T) {
 	h2 := &reaskHook{sha: g.sha, body: g.body, first: dropContender}
 	h3 := &reaskHook{sha: g.sha, body: g.body, first: dropContender, hold: true,
 		held: make(chan struct{}, 1), open: make(chan struct{})}
-	r.clients[2].AddHook(h2)
-	r.clients[3].AddHook(h3)
+	r.clients[2].AddHook(redistest.AfterReply(h2.after))
+	r.clients[3].AddHook(redistest.AfterReply(h3.after))
 
 	opened := false
 	openGate := func() {

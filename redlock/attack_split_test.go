@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -197,7 +198,7 @@ func TestAttackSplitContendersStaySafe(t *testing.T) {
 	for _, fault := range []string{"killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {
 			r := newRig(t, 5)
-			rtt := pingRTT(t, r.clients)
+			rtt := redistest.PingRTT(t, r.clients)
 			nodeTimeout := max(50*time.Millisecond, 20*rtt)
 			ttl := 20 * nodeTimeout
 			switch fault {

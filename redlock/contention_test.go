@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -120,7 +121,7 @@ func TestContendingClientsWithNodeDown(t *testing.T) {
 			r := newRig(t, 5)
 			// The node timeout and TTL scale with this run's round trip, so
 			// that a loaded machine is measured against itself.
-			rtt := pingRTT(t, r.clients)
+			rtt := redistest.PingRTT(t, r.clients)
 			switch fault {
 			case "killed":
 				if err := r.procs[4].Kill(); err != nil {
@@ -169,7 +170,7 @@ func setCalls(t *testing.T, r *rig) int64 {
 // processes make about K asks of every node per hold.
 func TestReleaseWakesNoHerd(t *testing.T) {
 	r := newRig(t, 5)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	const k, d, hold = 8, 1500 * time.Millisecond, time.Millisecond
 	nodeTimeout := max(50*time.Millisecond, 20*rtt)
 	ttl := 6 * nodeTimeout

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -158,7 +159,7 @@ func TestRaiseRequiresOwnership(t *testing.T) {
 			node2.Del(context.Background(), "k")
 		}
 	}))
-	c := r.client(t, redlock.WithNodeTimeout(roomyNodeTimeout(pingRTT(t, r.clients))))
+	c := r.client(t, redlock.WithNodeTimeout(roomyNodeTimeout(redistest.PingRTT(t, r.clients))))
 	_, err := c.TryLock(ctx, "k", time.Second)
 	if !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("TryLock: %v, want ErrNotAcquired (only 1 node at the top counter)", err)
@@ -173,7 +174,7 @@ func TestRaiseRequiresOwnership(t *testing.T) {
 // also loads the scripts).
 func fenceKeyOf(t *testing.T, r *rig) string {
 	t.Helper()
-	c, err := redlock.New(r.clients, redlock.WithNodeTimeout(roomyNodeTimeout(pingRTT(t, r.clients))))
+	c, err := redlock.New(r.clients, redlock.WithNodeTimeout(roomyNodeTimeout(redistest.PingRTT(t, r.clients))))
 	if err != nil {
 		t.Fatal(err)
 	}

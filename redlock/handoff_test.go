@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -114,7 +115,7 @@ func TestUnlockHandsOnToLocalWaiter(t *testing.T) {
 // as its goroutines loop.
 func TestHandOnIsBoundedWhileOthersWait(t *testing.T) {
 	r := newRig(t, 5)
-	rtt := pingRTT(t, r.clients)
+	rtt := redistest.PingRTT(t, r.clients)
 	nodeTimeout := max(50*time.Millisecond, 20*rtt)
 	clients := separateClients(t, r, 2, nodeTimeout)
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)

@@ -11,16 +11,10 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// measureRTT warms the nodes up (see warmUp) and returns pingRTT.
+// measureRTT warms the nodes up (see warmUp) and returns redistest.PingRTT.
 func measureRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
 	t.Helper()
 	warmUp(t, nodes)
-	return pingRTT(t, nodes)
-}
-
-// pingRTT is redistest.PingRTT: the unit of these tests' timing bounds.
-func pingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
-	t.Helper()
 	return redistest.PingRTT(t, nodes)
 }
 

@@ -85,7 +85,8 @@ func TestChaosExitStatuses(t *testing.T) {
 // --client-procs runs the clients as processes of this binary: the summary
 // and the JSON report list them, and each client-pause as a SIGSTOP.
 func TestChaosClientProcs(t *testing.T) {
-	jsonPath, histPath := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "h.jsonl")
+	dir := t.TempDir()
+	jsonPath, histPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "h.jsonl")
 	r := call(t.Context(), append([]string{"chaos", "--client-procs", "--nodes", "3", "--clients", "2",
 		"--faults", "client-pause", "--seed", "3", "--quiet", "--json", jsonPath, "--history", histPath}, chaosFlags(t)...)...)
 	if r.code != 0 {

@@ -102,3 +102,27 @@ func PingRTT(t testing.TB, nodes []redis.UniversalClient) time.Duration {
 	t.Logf("PING round trips: median %v, 90th percentile %v, slowest %v", rtts[len(rtts)/2], p90, rtts[len(rtts)-1])
 	return p90
 }
+
+// AfterReply is a go-redis hook (add it with AddHook) that is called with
+// each command, or each pipeline's commands, once their replies are read and
+// before they are handed back to the caller: a moment between two steps of a
+// real server that a test cannot otherwise pick.
+type AfterReply func(cmds ...redis.Cmder)
+
+func (f AfterReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f AfterReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		f(cmd)
+		return err
+	}
+}
+
+func (f AfterReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		f(cmds...)
+		return err
+	}
+}

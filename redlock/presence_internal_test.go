@@ -11,17 +11,21 @@ import (
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
 
-// constBackoff waits the same time before every retry.
-type constBackoff time.Duration
+type hourBackoff struct{}
 
-func (b constBackoff) Backoff(int) (time.Duration, bool) { return time.Duration(b), true }
+func (hourBackoff) Backoff(int) (time.Duration, bool) { return time.Hour, true }
 
-// watchPresence starts a Client's Lock on key, held by another process on
-// every node, retrying after backoff, and returns a channel of the times
-// its "?" announcements arrive on any node (as another process hears them),
-// the Lock's cancel, and its result (an error: the key stays held).
-func watchPresence(t *testing.T, ctx context.Context, key string, backoff time.Duration) (*Client, chan time.Time, context.CancelFunc, chan error) {
-	t.Helper()
+// A head that waits for a key its process has just subscribed announces
+// itself ("?" and its Client's id) again soon after its first announcement,
+// and then less and less often, up to every presentEvery. Processes that
+// begin to wait for a new key together subscribe at slightly different
+// times; one that subscribed after another's first announcement did not
+// know it waits until the next, and the releases it made named the
+// others only. Measured before, with 8 Clients starting together on a new
+// key: in 4 runs of 7, one or two Clients waited 300 ms for their first
+// hold while the others took their turns. Here the announcements are
+// watched on the nodes: the second came presentEvery after the first.
+func TestNewKeyHeadAnnouncesItselfAgainSoon(t *testing.T) {
 	procs := redistest.StartN(t, 3)
 	nodes := make([]redis.UniversalClient, len(procs))
 	for i, p := range procs {
@@ -29,7 +33,11 @@ func watchPresence(t *testing.T, ctx context.Context, key string, backoff time.D
 		t.Cleanup(func() { _ = rc.Close() })
 		nodes[i] = rc
 	}
-	heard := make(chan time.Time, 256)
+	const key = "presence"
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Watch every node's release channel, as another process would.
+	heard := make(chan time.Time, 64)
 	for i, rc := range nodes {
 		ps := rc.Subscribe(ctx, releaseChannel(key))
 		t.Cleanup(func() { _ = ps.Close() })
@@ -44,12 +52,13 @@ func watchPresence(t *testing.T, ctx context.Context, key string, backoff time.D
 			}
 		}()
 	}
+	// Another process holds the key.
 	for i, rc := range nodes {
 		if err := rc.Set(ctx, key, "other-process-H", time.Minute).Err(); err != nil {
 			t.Fatalf("node %d: %v", i, err)
 		}
 	}
-	c, err := New(nodes, WithRetry(constBackoff(backoff)), WithNodeTimeout(time.Second))
+	c, err := New(nodes, WithRetry(hourBackoff{}), WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +69,10 @@ func watchPresence(t *testing.T, ctx context.Context, key string, backoff time.D
 		_, err := c.Lock(lctx, key, time.Minute)
 		done <- err
 	}()
-	return c, heard, lcancel, done
-}
-
-// announcements waits for n of them, and ends the Lock.
-func announcements(t *testing.T, ctx context.Context, heard chan time.Time, lcancel context.CancelFunc, done chan error, n int) []time.Time {
-	t.Helper()
+	// Six announcements: the first, four gaps that double from
+	// presentFirst, and one presentEvery after that.
 	var at []time.Time
-	for len(at) < n {
+	for len(at) < 6 {
 		select {
 		case tm := <-heard:
 			at = append(at, tm)
@@ -79,37 +84,11 @@ func announcements(t *testing.T, ctx context.Context, heard chan time.Time, lcan
 	if err := <-done; err == nil {
 		t.Fatal("Lock succeeded on a held key")
 	}
-	return at
-}
-
-// gaps are the times between announcements, logged.
-func gaps(t *testing.T, at []time.Time) []time.Duration {
-	t.Helper()
-	g := make([]time.Duration, len(at)-1)
-	for i := range g {
-		g[i] = at[i+1].Sub(at[i])
+	gaps := make([]time.Duration, len(at)-1)
+	for i := range gaps {
+		gaps[i] = at[i+1].Sub(at[i])
 	}
-	t.Logf("gaps between announcements: %v", g)
-	return g
-}
-
-// A head that waits for a key its process has just subscribed announces
-// itself ("?" and its Client's id) again soon after its first announcement,
-// and then less and less often, up to every presentEvery. Processes that
-// begin to wait for a new key together subscribe at slightly different
-// times; one that subscribed after another's first announcement did not
-// know it waits until the next, and the releases it made named the
-// others only. Measured before, with 8 Clients starting together on a new
-// key: in 4 runs of 7, one or two Clients waited 300 ms for their first
-// hold while the others took their turns. Here the announcements are
-// watched on the nodes: the second came presentEvery after the first.
-func TestNewKeyHeadAnnouncesItselfAgainSoon(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	_, heard, lcancel, done := watchPresence(t, ctx, "presence", time.Hour)
-	// Six announcements: the first, four gaps that double from
-	// presentFirst, and one presentEvery after that.
-	gaps := gaps(t, announcements(t, ctx, heard, lcancel, done, 6))
+	t.Logf("gaps between announcements: %v", gaps)
 	// Before, the first gap was presentEvery. presentFirst is 16 times
 	// shorter: three quarters of presentEvery leave a loaded machine's
 	// timers most of it.

@@ -720,28 +720,21 @@ func (w *waitQueues) peerLocked(q *keyQueue, value string) bool {
 // key: they would not know otherwise while it lets their holds pass, and
 // they need to, to spread their own attempts and to leave it its turn (see
 // spread, wake). One PUBLISH ("?" and this Client's id) to one node, a
-// different one each time, at most every gap (presentEvery, once past the
-// first announcements on a new key).
+// different one each time, at most every presentEvery.
 func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
+	c := w.c
 	w.mu.Lock()
-	now := time.Now() // before the timer starts: it fires a whole gap after now
 	q.presentFor = timeout
 	if q.presenter == nil && !w.closed {
 		q.presenter = time.AfterFunc(q.gap(), func() { w.represent(q) })
 	}
-	w.announceLocked(q, now)
-}
-
-// announceLocked publishes q's head's presence at now, unless the last
-// announcement is less than its gap old. Called with w.mu held; it
-// releases it.
-func (w *waitQueues) announceLocked(q *keyQueue, now time.Time) {
-	c := w.c
-	if w.closed || now.Sub(q.presented) < q.presentDue {
+	// Three quarters of the gap: represent resets its timer just before it
+	// calls this, so the timer can fire a hair before the gap is over.
+	if w.closed || time.Since(q.presented) < q.presentDue*3/4 {
 		w.mu.Unlock()
 		return
 	}
-	q.presented = now
+	q.presented = time.Now()
 	q.presentDue = q.gap()
 	if q.presentGap > 0 {
 		q.presentGap *= 2 // 0 once it reaches presentEvery: see gap
@@ -751,7 +744,6 @@ func (w *waitQueues) announceLocked(q *keyQueue, now time.Time) {
 	}
 	q.presentTo = (q.presentTo + 1) % len(c.nodes)
 	node := c.nodes[q.presentTo].rdb
-	timeout := q.presentFor
 	w.mu.Unlock()
 	c.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -765,13 +757,11 @@ func (w *waitQueues) announceLocked(q *keyQueue, now time.Time) {
 	})
 }
 
-// represent announces again that q's head waits, every gap while anyone
-// waits: a head sleeps as long as its backoff (a fixed one of seconds,
-// say), and the others forget a process sharedFor after its last presence
-// — they would neither name it (successorLocked) nor bound their hand-offs
-// for it (claim). The timer fires when the next announcement is due: a
-// gap after the last one, whether that was this timer's or a head's (see
-// present).
+// represent announces again that q's head waits, every presentEvery while
+// anyone waits: a head sleeps as long as its backoff (a fixed one of
+// seconds, say), and the others forget a process sharedFor after its last
+// presence — they would neither name it (successorLocked) nor bound their
+// hand-offs for it (claim).
 func (w *waitQueues) represent(q *keyQueue) {
 	w.mu.Lock()
 	if w.closed || len(q.waiters) == 0 {
@@ -779,14 +769,10 @@ func (w *waitQueues) represent(q *keyQueue) {
 		w.mu.Unlock()
 		return
 	}
-	now := time.Now() // before the Reset: the next firing is a whole gap after now
-	if due := q.presented.Add(q.presentDue).Sub(now); due > 0 {
-		q.presenter.Reset(due) // a head announced since
-		w.mu.Unlock()
-		return
-	}
 	q.presenter.Reset(q.gap())
-	w.announceLocked(q, now)
+	timeout := q.presentFor
+	w.mu.Unlock()
+	w.present(q, timeout)
 }
 
 // gap is the time from a head's announcement to its next one. Right after

@@ -61,8 +61,6 @@ type keyQueue struct {
 	presenter  *time.Timer          // announces again while anyone waits (see represent); nil when none
 	presentFor time.Duration        // the node timeout for those announcements
 	presentTo  int                  // the node it announced itself to
-	presentGap time.Duration        // the gap after the next announcement: presentFirst after the subscriptions, doubling up to presentEvery (see gap)
-	presentDue time.Duration        // the gap after the last announcement
 	local      [8]ownRelease        // values this process unlocked lately (ring)
 	nlocal     int                  // next slot in local
 	holding    bool                 // the last head left holding the lock; its Unlock wakes the next
@@ -175,9 +173,6 @@ func (w *waitQueues) ready(ctx context.Context, q *keyQueue, timeout time.Durati
 		for _, s := range w.subs {
 			s.send(subOp{channel: releaseChannel(q.key), sub: true})
 		}
-		w.mu.Lock()
-		q.presentGap = presentFirst
-		w.mu.Unlock()
 	}
 	start := time.Now() // network waits are real time
 	t := time.NewTimer(timeout)
@@ -726,22 +721,13 @@ func (w *waitQueues) present(q *keyQueue, timeout time.Duration) {
 	w.mu.Lock()
 	q.presentFor = timeout
 	if q.presenter == nil && !w.closed {
-		q.presenter = time.AfterFunc(q.gap(), func() { w.represent(q) })
+		q.presenter = time.AfterFunc(presentEvery, func() { w.represent(q) })
 	}
-	// Three quarters of the gap: represent resets its timer just before it
-	// calls this, so the timer can fire a hair before the gap is over.
-	if w.closed || time.Since(q.presented) < q.presentDue*3/4 {
+	if w.closed || time.Since(q.presented) < presentEvery {
 		w.mu.Unlock()
 		return
 	}
 	q.presented = time.Now()
-	q.presentDue = q.gap()
-	if q.presentGap > 0 {
-		q.presentGap *= 2 // 0 once it reaches presentEvery: see gap
-		if q.presentGap >= presentEvery {
-			q.presentGap = 0
-		}
-	}
 	q.presentTo = (q.presentTo + 1) % len(c.nodes)
 	node := c.nodes[q.presentTo].rdb
 	w.mu.Unlock()
@@ -769,34 +755,14 @@ func (w *waitQueues) represent(q *keyQueue) {
 		w.mu.Unlock()
 		return
 	}
-	q.presenter.Reset(q.gap())
+	q.presenter.Reset(presentEvery)
 	timeout := q.presentFor
 	w.mu.Unlock()
 	w.present(q, timeout)
 }
 
-// gap is the time from a head's announcement to its next one. Right after
-// this process subscribed the key it is presentFirst, doubling at each
-// announcement up to presentEvery: other processes that began to wait for
-// the key at about the same time may not have subscribed yet when the
-// first one goes out, and a process that misses it would not name this one
-// until the next (measured with 8 processes starting together on a new key:
-// in 4 runs of 7, one or two of them were left out of the turns for the
-// first 300 ms, because the process that names the lowest id, going
-// round, had missed their announcements).
-func (q *keyQueue) gap() time.Duration {
-	if q.presentGap > 0 {
-		return q.presentGap
-	}
-	return presentEvery
-}
-
-// presentEvery is how often a waiting head announces itself, and
-// presentFirst the first gap after the key's subscriptions (see gap).
-const (
-	presentEvery = sharedFor / 4
-	presentFirst = presentEvery / 16
-)
+// presentEvery is how often a waiting head announces itself.
+const presentEvery = sharedFor / 4
 
 // maxPeers bounds the other processes a queue keeps track of.
 const maxPeers = 256

@@ -95,9 +95,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if offer == nil {
 			return
 		}
-		if r := c.waiters.withdraw(q, offer, taken); r != nil && r.l != nil {
-			_ = r.l.Unlock(context.WithoutCancel(ctx)) // handed a hold after all: not this caller's
-		}
+		c.waiters.withdraw(context.WithoutCancel(ctx), q, offer, taken)
 	}()
 	if tried {
 		c.waiters.tried(q, took, hint > 0, granted)
@@ -198,7 +196,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			case <-c.closing:
 				return nil, errors.Join(ErrNotAcquired, errClosed)
 			}
-			r := offer.res
+			r := c.waiters.take(offer)
 			offer, taken = nil, true
 			l, err = r.l, r.err
 			hint, granted = r.f.holderTTL, r.f.granted

@@ -527,6 +527,10 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 			a.ask(reasked)
 		case <-ctx.Done():
 			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
+		case <-c.closing:
+			// Close waits for the releases this owes: give up now rather
+			// than make it wait for the answers, re-asks and step backs.
+			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, errClosed))
 		}
 	}
 	token, ok := a.fence(t.grants())

@@ -91,14 +91,29 @@ func (b *batcher) work(queue chan *op) {
 		case o := <-queue:
 			batch = append(batch[:0], o)
 		case <-b.quit:
+			// Close waited for every call in flight: what is left timed
+			// out in the queue. Releases still go (see mustReach), the
+			// rest never will.
+			batch = batch[:0]
+		drain:
 			for {
 				select {
 				case o := <-queue:
-					o.g.complete(o, nil, errClosed)
+					if o.mustReach() {
+						batch = append(batch, o)
+					} else {
+						o.g.complete(o, nil, errClosed)
+					}
 				default:
-					return
+					break drain
 				}
 			}
+			for len(batch) > 0 {
+				n := min(len(batch), maxBatch)
+				b.execSafely(batch[:n])
+				batch = batch[n:]
+			}
+			return
 		}
 	fill:
 		for len(batch) < maxBatch {
@@ -139,17 +154,26 @@ func (b *batcher) exec(batch []*op) {
 	live := batch[:0]
 	var ctx context.Context
 	var latest time.Time
+	var longest time.Duration
 	for _, o := range batch {
-		if o.completed.Load() {
+		if o.completed.Load() && !o.mustReach() {
 			continue // timed out in the queue, never sent: nothing to undo
 		}
 		if d, _ := o.g.ctx.Deadline(); ctx == nil || d.After(latest) {
 			ctx, latest = o.g.ctx, d
 		}
+		longest = max(longest, o.g.timeout)
 		live = append(live, o)
 	}
 	if len(live) == 0 {
 		return
+	}
+	if !time.Now().Before(latest) {
+		// Only releases that timed out in the queue: they get a node
+		// timeout of their own on the wire.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), longest)
+		defer cancel()
 	}
 	rdb := b.c.nodes[b.node].rdb
 	if len(live) == 1 {

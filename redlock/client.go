@@ -128,10 +128,15 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // held stay held until their TTL runs out; their Done channels close. It does
 // not close the redis clients passed to New. Close is idempotent.
 //
-// Close returns within about the node timeout even when a node is frozen: a
-// call to such a node is given up at its deadline, and the goroutine that
+// Close returns within about two node timeouts even when a node is frozen:
+// a call to such a node is given up at its deadline, and the goroutine that
 // go-redis keeps inside it (until its own ReadTimeout, or until the caller
-// closes that redis client) exits on its own.
+// closes that redis client) exits on its own. It waits for the releases
+// that the attempts in flight owe, so that no grant is left behind that no
+// caller was handed, also when a loaded machine makes them take longer than
+// that (up to ten times as long).
+// An attempt in flight when Close begins gives up at once, with
+// [ErrNotAcquired].
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)
@@ -143,7 +148,17 @@ func (c *Client) Close() error {
 		c.bgClosed = true
 		c.bgMu.Unlock()
 		waitUntil(&c.bg, bound)
-		c.inflight.wait(bound) // attempts deciding, releases and heals on the wire
+		// Attempts deciding, hand-offs, releases and heals on the wire: they
+		// end on their own (every call completes by its deadline, however a
+		// node behaves; an attempt gives up when Close begins), about two
+		// node timeouts at worst on an idle machine, later on a loaded one,
+		// whose timers run late. Stopping the batchers under a release
+		// would leave its grant for the whole TTL, so Close waits for them
+		// past bound; drainCap only guards against a count that never ends.
+		drained := make(chan struct{})
+		dt := time.AfterFunc(drainCap*c.closeTimeout(), func() { close(drained) })
+		defer dt.Stop()
+		c.inflight.wait(drained)
 		for _, b := range c.batchers {
 			b.stop(bound)
 		}
@@ -151,14 +166,19 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// closeTimeout bounds Close: the longest node timeout a call can have, and
-// a little more for the calls queued behind it.
+// closeTimeout bounds Close's wait for the background goroutines and the
+// batchers' workers: the longest node timeout a call can have, and a little
+// more for the calls queued behind it.
 func (c *Client) closeTimeout() time.Duration {
 	if c.cfg.nodeTimeout > 0 {
 		return 2 * min(c.cfg.nodeTimeout, math.MaxInt64/2) // no overflow into no wait
 	}
 	return 2 * maxNodeTimeout
 }
+
+// drainCap bounds, in closeTimeouts, Close's wait for the calls in flight
+// (see Close): far longer than they take, even on a loaded machine.
+const drainCap = 10
 
 // goBackground runs f tracked by Close. A panic in f does not escape: it
 // is logged with its stack, and f's work stops (a watchdog that stops lets

@@ -32,6 +32,7 @@ type sink interface {
 type group struct {
 	c       *Client
 	ctx     context.Context
+	timeout time.Duration // what ctx's deadline was set from
 	cancel  context.CancelFunc
 	stop    func() bool // stops the expiry callback
 	sink    sink
@@ -49,9 +50,16 @@ type op struct {
 	completed atomic.Bool
 }
 
+// mustReach reports whether o must reach its node even after its deadline
+// passed in a queue: a release. Skipped, it would leave its grant for the
+// whole TTL (a busy machine can keep a call queued past its node timeout);
+// sent late, compare-and-delete of a value of our own is as harmless as a
+// slow node's. Its caller already had the timeout.
+func (o *op) mustReach() bool { return o.script == releaseScript }
+
 // newGroup prepares one call of script per node in nodes; start sends them.
 func (c *Client) newGroup(s sink, timeout time.Duration, nodes []int, script *redis.Script, keys []string, args ...any) *group {
-	g := &group{c: c, sink: s, ops: make([]op, len(nodes))}
+	g := &group{c: c, sink: s, timeout: timeout, ops: make([]op, len(nodes))}
 	for k, i := range nodes {
 		g.ops[k] = op{g: g, node: i, script: script, keys: keys, args: args}
 	}

@@ -890,23 +890,49 @@ func (w *waitQueues) claim(key string) (*handoff, context.Context) {
 
 // handed gives h its result and reports whether its head takes it; false
 // when the head left meanwhile (the caller then unlocks a hold it got).
+//
+// A hold handed over counts as in flight until its head takes it (take) or
+// undoes it (withdraw, then the head's Unlock): the caller's own count ends
+// when it returns, and a head that sees Close before the result would
+// otherwise unlock it after Close stopped the batchers, and leave its grants
+// behind.
 func (w *waitQueues) handed(h *handoff, r handoffResult) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h.withdrawn {
 		return false
 	}
+	if r.l != nil {
+		w.c.inflight.add(1)
+	}
 	h.res, h.delivered = r, true
 	close(h.ready)
 	return true
 }
 
+// take is the head taking its delivered result: the hold in it is the
+// caller's now, and no longer in flight (see handed).
+func (w *waitQueues) take(h *handoff) handoffResult {
+	if h.res.l != nil {
+		w.c.inflight.done()
+	}
+	return h.res
+}
+
 // withdraw is for a head that leaves (with or without the lock) while h
-// may be outstanding: it takes the offer back, and reports a result that
-// was delivered but not taken (the caller unlocks its hold); a claimed
-// offer whose result is still to come is marked withdrawn, and its holder
-// undoes it (see handed).
-func (w *waitQueues) withdraw(q *keyQueue, h *handoff, taken bool) (untaken *handoffResult) {
+// may be outstanding: it takes the offer back, and unlocks the hold of a
+// result that was delivered but not taken, whose in-flight count (see
+// handed) ends once that Unlock's releases are queued; a claimed offer whose
+// result is still to come is marked withdrawn, and its holder undoes it
+// (see handed).
+func (w *waitQueues) withdraw(ctx context.Context, q *keyQueue, h *handoff, taken bool) {
+	if r := w.untaken(q, h, taken); r != nil && r.l != nil {
+		_ = r.l.Unlock(ctx) // handed a hold after all: not this caller's
+		w.c.inflight.done()
+	}
+}
+
+func (w *waitQueues) untaken(q *keyQueue, h *handoff, taken bool) *handoffResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if q.offer == h {

@@ -1,0 +1,328 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/internal/redistest"
+)
+
+// An Unlock hands the key on to this process's waiting head, and Close
+// comes before the head took the hold: the head leaves (a Lock returns on
+// Close) and unlocks it. Close must wait for that Unlock before it stops
+// the batchers, or the hold's grants stay on every node for the whole TTL
+// though no caller was handed the hold. Found under load by
+// TestAttackCloseDuringCalls: a grant of no hold handed out, on all nodes.
+//
+// The head is played by the test, with the calls Lock makes, so that Close
+// lands between the delivery and the head's look at it every time; Close
+// and the head's Unlock still race (TestHandedHoldCountsInFlightUntilTaken
+// checks the count they race on, deterministically).
+func TestCloseWaitsForTheHeadToUndoAnUntakenHandOff(t *testing.T) {
+	const key = "close-handoff"
+	procs := redistest.StartN(t, 3)
+	nodes := redistest.Clients(t, procs)
+	rtt := redistest.PingRTT(t, nodes)
+	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+
+	holder, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	q, me := c.waiters.join(key)
+	offer := c.waiters.offer(q, time.Minute, lockConfig{retry: c.cfg.retry, since: time.Now()})
+	if err := holder.Unlock(ctx); err != nil { // hands the key to the head
+		t.Fatalf("unlock: %v", err)
+	}
+	select {
+	case <-offer.ready:
+	default:
+		t.Fatal("setup: the Unlock did not hand the key on to the head")
+	}
+	handed := offer.res.l
+	if handed == nil {
+		t.Fatalf("setup: the hand-off failed: %v", offer.res.err)
+	}
+	// Nothing else in flight: every node answered the hand-off's attempt,
+	// so Close has only the head's hold to wait for.
+	<-handed.a.settled
+
+	left := make(chan struct{})
+	go func() { // the head, as Lock does when Close wakes it
+		defer close(left)
+		<-c.closing
+		c.waiters.withdraw(context.Background(), q, offer, false)
+		c.waiters.leave(key, q, me, time.Time{})
+	}()
+	_ = c.Close()
+	<-left
+	for i, n := range nodes {
+		if v := n.Get(ctx, key).Val(); v != "" {
+			t.Errorf("node %d: after Close the key holds %q (the hold handed over, ours: %q); want it released",
+				i, v, handed.Value())
+		}
+	}
+	c.inflight.mu.Lock()
+	n := c.inflight.n
+	c.inflight.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d calls still counted in flight after Close and the head's Unlock", n)
+	}
+}
+
+// A hold handed to a head counts as in flight from the delivery until the
+// head takes it, or until it undoes it: the holder's own count (taken by
+// claim) ends when its Unlock returns, before the head looks at the
+// result. Before, nothing counted it then, and Close could stop the
+// batchers under the head's Unlock of a hold it did not take.
+func TestHandedHoldCountsInFlightUntilTaken(t *testing.T) {
+	c, q := turnsClient(t, 3, 2, 0)
+	inflight := func() int {
+		c.inflight.mu.Lock()
+		defer c.inflight.mu.Unlock()
+		return c.inflight.n
+	}
+	for _, hold := range []bool{true, false} {
+		h := c.waiters.offer(q, time.Minute, lockConfig{})
+		claimed, _ := c.waiters.claim("k")
+		if claimed != h {
+			t.Fatal("setup: the holder did not claim the head's offer")
+		}
+		var r handoffResult
+		if hold {
+			r.l = &Lock{}
+		} else {
+			r.err = ErrNotAcquired
+		}
+		if !c.waiters.handed(h, r) {
+			t.Fatal("setup: the head did not take the result")
+		}
+		h.cancel()
+		c.inflight.done() // the holder's Unlock returns (see handOn)
+		want := 0
+		if hold {
+			want = 1
+		}
+		if n := inflight(); n != want {
+			t.Errorf("hold handed %v, delivered and not yet taken: %d in flight, want %d", hold, n, want)
+		}
+		if got := c.waiters.take(h); got.l != r.l {
+			t.Errorf("take returned %+v, want the delivered result %+v", got, r)
+		}
+		if n := inflight(); n != 0 {
+			t.Errorf("hold handed %v, taken: %d in flight, want 0", hold, n)
+		}
+	}
+}
+
+// Close waits for the calls in flight, such as an abandoned attempt's step
+// backs, past its own bound: each ends by its deadline, but on a loaded
+// machine the chain of them (an answer, then the release it calls for)
+// runs late, and stopping the batchers under a release leaves its grant
+// for the whole TTL. Found under load by TestAttackCloseDuringCalls (Close
+// gave up on 30 calls in flight; two keys stayed held on every node). A
+// count that never ends still cannot hold Close for ever (drainCap).
+func TestCloseWaitsForCallsInFlightPastItsBound(t *testing.T) {
+	c, _ := turnsClient(t, 3, 2, 0)
+	c.cfg.nodeTimeout = 10 * time.Millisecond
+	bound := c.closeTimeout()
+
+	c.inflight.add(1) // a release that a stalled machine sends late
+	closed := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		_ = c.Close()
+		closed <- time.Since(start)
+	}()
+	select {
+	case took := <-closed:
+		t.Fatalf("Close returned after %v with a call still in flight (its bound %v)", took, bound)
+	case <-time.After(3 * bound): // well past the bound: Close still waits
+	}
+	c.inflight.done()
+	select {
+	case <-closed:
+	case <-time.After(drainCap * bound * 10):
+		t.Fatal("Close did not return once nothing was in flight")
+	}
+
+	// A count that never ends: Close gives up at drainCap bounds.
+	c2, _ := turnsClient(t, 3, 2, 0)
+	c2.cfg.nodeTimeout = c.cfg.nodeTimeout
+	c2.inflight.add(1)
+	start = time.Now()
+	_ = c2.Close()
+	if took := time.Since(start); took < drainCap*bound {
+		t.Errorf("Close returned after %v with a call in flight; want it to wait %v", took, drainCap*bound)
+	}
+}
+
+// An attempt in flight when Close begins gives up at once, with
+// ErrNotAcquired and the client closed, rather than wait for its answers:
+// Close waits for what it owes (see TestCloseWaitsForCallsInFlightPastItsBound),
+// and an attempt that goes on asks, re-asks and steps back the while.
+func TestAttemptInFlightGivesUpWhenCloseBegins(t *testing.T) {
+	procs := redistest.StartN(t, 3)
+	var (
+		armed   atomic.Bool
+		arrived = make(chan struct{}, 3)
+		unblock = make(chan struct{})
+		nodes   []redis.UniversalClient
+	)
+	for _, p := range procs {
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		n.AddHook(redistest.AfterReply(func(cmds ...redis.Cmder) {
+			if armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+				a := c.Args()
+				return len(a) > 1 && a[1] == acquireScript.Hash()
+			}) {
+				arrived <- struct{}{}
+				<-unblock // the answer is held: the attempt waits for it
+			}
+		}))
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	rtt := redistest.PingRTT(t, nodes)
+	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryLock(t.Context(), "warm-up", time.Minute) // the scripts loaded
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	armed.Store(true)
+	closed := make(chan struct{})
+	t.Cleanup(func() { // first: the held answers go, then Close can end
+		close(unblock)
+		<-closed
+	})
+
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.TryLock(context.Background(), "k", time.Minute)
+		if l != nil {
+			err = errors.New("acquired")
+		}
+		got <- err
+	}()
+	<-arrived // a node applied the acquire; its answer is held
+	go func() {
+		_ = c.Close()
+		close(closed)
+	}()
+	err = <-got
+	if !errors.Is(err, ErrNotAcquired) || !errors.Is(err, errClosed) {
+		t.Fatalf("TryLock in flight when Close began: %v; want ErrNotAcquired, the client closed", err)
+	}
+}
+
+// A release that waited in its node's queue past its deadline still goes
+// to the node (late, as a slow node's would): skipped, it left its grant
+// for the whole TTL. A busy machine holds a queue that long: found under
+// load by TestAttackCloseDuringCalls, an abandoned attempt's step back to
+// node 0 timed out unsent and the key stayed held there. Here node 0's
+// worker is held by another key's call (same queue) while an Unlock's
+// release to node 0 waits behind it and times out; then, or after Close
+// stopped the batchers, the worker moves on.
+func TestReleaseTimedOutInTheQueueStillReachesTheNode(t *testing.T) {
+	for _, closing := range []bool{false, true} {
+		t.Run(fmt.Sprint("close=", closing), func(t *testing.T) { queuedRelease(t, closing) })
+	}
+}
+
+func queuedRelease(t *testing.T, closing bool) {
+	const key = "queued-release"
+	procs := redistest.StartN(t, 3)
+	var (
+		armed   atomic.Bool
+		blocker string // a key whose calls go through key's queue
+		arrived = make(chan struct{}, 1)
+		unblock = make(chan struct{})
+		nodes   []redis.UniversalClient
+	)
+	for i, p := range procs {
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		if i == 0 {
+			n.AddHook(redistest.AfterReply(func(cmds ...redis.Cmder) {
+				if armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+					return slices.Contains(c.Args(), any(blocker))
+				}) {
+					armed.Store(false)
+					arrived <- struct{}{}
+					<-unblock // node 0's worker for key's queue waits here
+				}
+			}))
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	rtt := redistest.PingRTT(t, nodes)
+	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	b := c.batchers[0]
+	for i := 0; blocker == ""; i++ {
+		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
+			blocker = k
+		}
+	}
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	c.inflight.wait(nil) // every node granted, node 0 too
+	if v := nodes[0].Get(ctx, key).Val(); v != l.Value() {
+		t.Fatalf("setup: node 0 holds %q, want %q", v, l.Value())
+	}
+
+	armed.Store(true)
+	blocked := make(chan *Lock, 1)
+	go func() {
+		bl, _ := c.TryLock(context.Background(), blocker, time.Minute) // nodes 1 and 2 grant it
+		blocked <- bl
+	}()
+	<-arrived
+	if err := l.Unlock(ctx); err != nil { // nodes 1 and 2 release; node 0's waits in the queue
+		t.Fatalf("unlock: %v", err)
+	}
+	c.inflight.wait(nil) // node 0's release timed out in the queue
+	closed := make(chan struct{})
+	if closing {
+		go func() {
+			_ = c.Close() // gives up on the blocked worker at its bound
+			close(closed)
+		}()
+		<-closed
+	}
+	close(unblock)
+	deadline := time.Now().Add(100 * c.cfg.nodeTimeout)
+	for nodes[0].Get(ctx, key).Val() != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 still holds the released hold %v after its queue moved on", 100*c.cfg.nodeTimeout)
+		}
+		time.Sleep(time.Millisecond) // polling the node, bounded by deadline
+	}
+	if bl := <-blocked; bl != nil && !closing {
+		_ = bl.Unlock(ctx)
+	}
+}

@@ -360,13 +360,27 @@ func (c *Client) heldElsewhere(ctx context.Context, q *keyQueue, key string, ttl
 }
 
 // exists reports whether node i has key, within timeout; false on any
-// error, and on a panic of the node's client (logged, as in goNode).
-func (c *Client) exists(ctx context.Context, i int, key string, timeout time.Duration) (ok bool) {
-	defer c.recoverNode(i)
+// error, on a timeout, and on a panic of the node's client (logged, as in
+// goNode). go-redis honours the deadline only with ContextTimeoutEnabled:
+// the call runs on a goroutine of its own, which a frozen node may keep
+// until go-redis's ReadTimeout, but the caller returns at the deadline.
+func (c *Client) exists(ctx context.Context, i int, key string, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	n, err := c.nodes[i].rdb.Exists(ctx, key).Result()
-	return err == nil && n > 0
+	res := make(chan bool, 1)
+	go func() {
+		ok := false
+		defer func() { res <- ok }()
+		defer c.recoverNode(i)
+		n, err := c.nodes[i].rdb.Exists(ctx, key).Result()
+		ok = err == nil && n > 0
+	}()
+	select {
+	case ok := <-res:
+		return ok
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // sleep waits d on the client's clock, or until a release is announced

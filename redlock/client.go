@@ -125,8 +125,9 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // Close stops the client's background work: watchdogs, pub/sub listeners,
 // and, after the attempts in flight released what they must, the releases
 // still on the wire (each bounded by its node timeout). Locks
-// held stay held until their TTL runs out; their Done channels close. It does
-// not close the redis clients passed to New. Close is idempotent.
+// held stay held until their TTL runs out; their Done channels close, and
+// an Extend of one returns [ErrLockLost]. It does not close the redis
+// clients passed to New. Close is idempotent.
 //
 // Close returns within about two node timeouts even when a node is frozen:
 // a call to such a node is given up at its deadline, and the goroutine that
@@ -134,7 +135,9 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // closes that redis client) exits on its own. It waits for the releases
 // that the attempts in flight owe, so that no grant is left behind that no
 // caller was handed, also when a loaded machine makes them take longer than
-// that (up to ten times as long).
+// that (up to ten times as long). A release queued behind a call that a
+// frozen node holds goes once go-redis lets go of that call, after Close
+// returned; it is lost if the redis client is closed before.
 // An attempt in flight when Close begins gives up at once, with
 // [ErrNotAcquired].
 func (c *Client) Close() error {
@@ -156,7 +159,7 @@ func (c *Client) Close() error {
 		// would leave its grant for the whole TTL, so Close waits for them
 		// past bound; drainCap only guards against a count that never ends.
 		drained := make(chan struct{})
-		dt := time.AfterFunc(drainCap*c.closeTimeout(), func() { close(drained) })
+		dt := time.AfterFunc(c.drainTimeout(), func() { close(drained) })
 		defer dt.Stop()
 		c.inflight.wait(drained)
 		for _, b := range c.batchers {
@@ -179,6 +182,16 @@ func (c *Client) closeTimeout() time.Duration {
 // drainCap bounds, in closeTimeouts, Close's wait for the calls in flight
 // (see Close): far longer than they take, even on a loaded machine.
 const drainCap = 10
+
+// drainTimeout is drainCap closeTimeouts, saturated: a node timeout of
+// years must not overflow into no wait at all.
+func (c *Client) drainTimeout() time.Duration {
+	ct := c.closeTimeout()
+	if ct > math.MaxInt64/drainCap {
+		return math.MaxInt64
+	}
+	return drainCap * ct
+}
 
 // goBackground runs f tracked by Close. A panic in f does not escape: it
 // is logged with its stack, and f's work stops (a watchdog that stops lets

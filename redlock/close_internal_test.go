@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -324,5 +325,66 @@ func queuedRelease(t *testing.T, closing bool) {
 	}
 	if bl := <-blocked; bl != nil && !closing {
 		_ = bl.Unlock(ctx)
+	}
+}
+
+// With the largest node timeout (TestAttackExtremeDurations uses it), Close's
+// cap on its wait for the calls in flight overflowed into a negative
+// duration: it gave up at once, and stopped the batchers under the releases
+// it waits for (attack 7).
+func TestCloseDrainTimeoutDoesNotOverflow(t *testing.T) {
+	c, _ := turnsClient(t, 3, 2, 0)
+	c.cfg.nodeTimeout = math.MaxInt64
+	if d := c.drainTimeout(); d <= c.closeTimeout() {
+		t.Errorf("drainTimeout %v with node timeout %v; want at least closeTimeout %v", d, c.cfg.nodeTimeout, c.closeTimeout())
+	}
+	c.inflight.add(1) // a release still to be queued
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Error("Close returned with a call in flight")
+	case <-time.After(100 * time.Millisecond): // an observation window: Close still waits
+	}
+	c.inflight.done()
+	<-closed
+}
+
+// A Lock whose head looks whether another process's hold is still on a node
+// (heldElsewhere) must not wait on a frozen node past the node timeout:
+// go-redis without ContextTimeoutEnabled holds the call until its
+// ReadTimeout (here a minute). Noticed by attack 7.
+func TestExistsOnAFrozenNodeReturnsByTheNodeTimeout(t *testing.T) {
+	procs := redistest.StartN(t, 3)
+	var nodes []redis.UniversalClient
+	for _, p := range procs {
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: time.Minute})
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	rtt := redistest.PingRTT(t, nodes) // every pool has a connection now
+	nt := max(100*rtt, 50*time.Millisecond)
+	c, err := New(nodes, WithNodeTimeout(nt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := nodes[0].Set(t.Context(), "k", "someone's", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.exists(t.Context(), 0, "k", nt) {
+		t.Fatal("setup: the key is not seen on node 0")
+	}
+	if err := procs[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = procs[0].Resume() }) // first: the frozen call ends, then the clients close
+	start := time.Now()
+	ok := c.exists(t.Context(), 0, "k", nt)
+	if took := time.Since(start); took > 10*nt {
+		t.Errorf("exists on a frozen node took %v with a node timeout of %v", took, nt)
+	}
+	if ok {
+		t.Error("exists on a frozen node reported the key there")
 	}
 }

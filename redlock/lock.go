@@ -140,7 +140,8 @@ func (l *Lock) end(lost bool) {
 // still holds this hold's value (a vanished key is never re-created). On
 // success Until moves to the attempt's start + ttl − drift. When fewer than a
 // quorum still hold it, or no validity would be left, Extend returns
-// ErrLockLost and Done closes.
+// ErrLockLost and Done closes; so it does, without a call, once the Client's
+// Close began.
 //
 // If ctx ends before the outcome is known, Extend returns ctx.Err(). The
 // calls already sent may land whatever Extend returns, so Until becomes the
@@ -164,6 +165,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Unlock()
 	if ended {
 		return ErrLockLost
+	}
+	select {
+	case <-c.closing:
+		// Close ends every hold (see Close): no new calls, which Close
+		// would wait for.
+		l.end(true)
+		return errors.Join(ErrLockLost, errClosed)
+	default:
 	}
 	start := c.cfg.clock.Now()
 	until := start.Add(ttl - c.driftOf(ttl))

@@ -149,32 +149,21 @@ func (b *batcher) execSafely(batch []*op) {
 // it as a timeout when that passes, and a reply after that goes to the
 // group's late handler. The pipeline itself runs under the latest deadline
 // in the batch, so that a short-deadline call cannot cut short a call that
-// still has time (a ctx deadline is all go-redis honours).
+// still has time (a ctx deadline is all go-redis honours); with a release
+// in it, under at least that release's node timeout from now (mustReach).
 func (b *batcher) exec(batch []*op) {
 	live := batch[:0]
-	var ctx context.Context
-	var latest time.Time
-	var longest time.Duration
 	for _, o := range batch {
 		if o.completed.Load() && !o.mustReach() {
 			continue // timed out in the queue, never sent: nothing to undo
 		}
-		if d, _ := o.g.ctx.Deadline(); ctx == nil || d.After(latest) {
-			ctx, latest = o.g.ctx, d
-		}
-		longest = max(longest, o.g.timeout)
 		live = append(live, o)
 	}
 	if len(live) == 0 {
 		return
 	}
-	if !time.Now().Before(latest) {
-		// Only releases that timed out in the queue: they get a node
-		// timeout of their own on the wire.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), longest)
-		defer cancel()
-	}
+	ctx, cancel := wireContext(live, time.Now())
+	defer cancel()
 	rdb := b.c.nodes[b.node].rdb
 	if len(live) == 1 {
 		o := live[0]
@@ -201,6 +190,29 @@ func (b *batcher) exec(batch []*op) {
 		}
 		o.g.complete(o, v, err)
 	}
+}
+
+// wireContext is the context that live's pipeline runs under (see exec):
+// the latest deadline of a call in it, or, with a release in it, at least
+// that release's node timeout from now: a release that waited in the queue
+// (or waits for a connection of go-redis's pool, which honours the ctx)
+// must still go out.
+func wireContext(live []*op, now time.Time) (context.Context, context.CancelFunc) {
+	var ctx context.Context
+	var latest time.Time
+	var release time.Duration // the longest node timeout of a release in live
+	for _, o := range live {
+		if d, _ := o.g.ctx.Deadline(); ctx == nil || d.After(latest) {
+			ctx, latest = o.g.ctx, d
+		}
+		if o.mustReach() {
+			release = max(release, o.g.timeout)
+		}
+	}
+	if wire := now.Add(release); release > 0 && wire.After(latest) {
+		return context.WithDeadline(context.Background(), wire)
+	}
+	return ctx, func() {}
 }
 
 // stop refuses new calls and fails the queued ones. It waits for the

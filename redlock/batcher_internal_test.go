@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -57,5 +58,43 @@ func TestBatchKeepsEachCallsDeadline(t *testing.T) {
 	// ran its timer after the answer: either way it completed exactly once.
 	if r := <-shortRes; r.err != nil && !errors.Is(r.err, errNodeTimeout) {
 		t.Fatalf("short call: %v", r.err)
+	}
+}
+
+// A release's pipeline gets at least the release's node timeout from the
+// moment it is sent, however long it waited in the queue: under load, a
+// step back whose deadline ran out in the queue, or while go-redis's pool
+// made it wait for a connection, never reached its node, and its grant
+// stayed for the whole TTL (seen in TestAttackCloseDuringCalls's trace:
+// "context deadline exceeded" on the late send). Other calls keep the
+// batch's latest deadline.
+func TestWireContextGivesAReleaseItsNodeTimeout(t *testing.T) {
+	now := time.Now()
+	mk := func(script *redis.Script, timeout, left time.Duration) *op {
+		g := &group{timeout: timeout}
+		var cancel context.CancelFunc
+		g.ctx, cancel = context.WithDeadline(context.Background(), now.Add(left))
+		t.Cleanup(cancel)
+		return &op{g: g, script: script}
+	}
+	const nt = 50 * time.Millisecond
+	deadline := func(live ...*op) time.Time {
+		ctx, cancel := wireContext(live, now)
+		defer cancel()
+		d, _ := ctx.Deadline()
+		return d
+	}
+	acquire := mk(acquireScript, nt, 30*time.Millisecond)
+	if d := deadline(acquire, mk(acquireScript, nt, 10*time.Millisecond)); !d.Equal(now.Add(30 * time.Millisecond)) {
+		t.Errorf("acquires only: wire deadline %v from now, want the latest call's, 30ms", d.Sub(now))
+	}
+	if d := deadline(mk(releaseScript, nt, -20*time.Millisecond)); d.Before(now.Add(nt)) {
+		t.Errorf("a release whose deadline passed in the queue: wire deadline %v from now, want at least its node timeout %v", d.Sub(now), nt)
+	}
+	if d := deadline(acquire, mk(releaseScript, nt, time.Millisecond)); d.Before(now.Add(nt)) {
+		t.Errorf("a release about to time out, with an acquire: wire deadline %v from now, want at least %v", d.Sub(now), nt)
+	}
+	if d := deadline(mk(acquireScript, nt, 2*nt), mk(releaseScript, nt, time.Millisecond)); !d.Equal(now.Add(2 * nt)) {
+		t.Errorf("a call with more time than the release: wire deadline %v from now, want its %v", d.Sub(now), 2*nt)
 	}
 }

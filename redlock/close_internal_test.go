@@ -175,32 +175,20 @@ func TestCloseWaitsForCallsInFlightPastItsBound(t *testing.T) {
 // Close waits for what it owes (see TestCloseWaitsForCallsInFlightPastItsBound),
 // and an attempt that goes on asks, re-asks and steps back the while.
 func TestAttemptInFlightGivesUpWhenCloseBegins(t *testing.T) {
-	procs := redistest.StartN(t, 3)
 	var (
 		armed   atomic.Bool
 		arrived = make(chan struct{}, 3)
 		unblock = make(chan struct{})
-		nodes   []redis.UniversalClient
 	)
-	for _, p := range procs {
-		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		n.AddHook(redistest.AfterReply(func(cmds ...redis.Cmder) {
-			if armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
-				a := c.Args()
-				return len(a) > 1 && a[1] == acquireScript.Hash()
-			}) {
-				arrived <- struct{}{}
-				<-unblock // the answer is held: the attempt waits for it
-			}
-		}))
-		t.Cleanup(func() { _ = n.Close() })
-		nodes = append(nodes, n)
-	}
-	rtt := redistest.PingRTT(t, nodes)
-	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := hookedClient(t, func(_ int, cmds ...redis.Cmder) {
+		if armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+			a := c.Args()
+			return len(a) > 1 && a[1] == acquireScript.Hash()
+		}) {
+			arrived <- struct{}{}
+			<-unblock // the answer is held: the attempt waits for it
+		}
+	})
 	l, err := c.TryLock(t.Context(), "warm-up", time.Minute) // the scripts loaded
 	if err != nil {
 		t.Fatalf("setup: %v", err)
@@ -250,36 +238,21 @@ func TestReleaseTimedOutInTheQueueStillReachesTheNode(t *testing.T) {
 
 func queuedRelease(t *testing.T, closing bool) {
 	const key = "queued-release"
-	procs := redistest.StartN(t, 3)
 	var (
 		armed   atomic.Bool
 		blocker string // a key whose calls go through key's queue
 		arrived = make(chan struct{}, 1)
 		unblock = make(chan struct{})
-		nodes   []redis.UniversalClient
 	)
-	for i, p := range procs {
-		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-		if i == 0 {
-			n.AddHook(redistest.AfterReply(func(cmds ...redis.Cmder) {
-				if armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
-					return slices.Contains(c.Args(), any(blocker))
-				}) {
-					armed.Store(false)
-					arrived <- struct{}{}
-					<-unblock // node 0's worker for key's queue waits here
-				}
-			}))
+	nodes, c := hookedClient(t, func(i int, cmds ...redis.Cmder) {
+		if i == 0 && armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+			return slices.Contains(c.Args(), any(blocker))
+		}) {
+			armed.Store(false)
+			arrived <- struct{}{}
+			<-unblock // node 0's worker for key's queue waits here
 		}
-		t.Cleanup(func() { _ = n.Close() })
-		nodes = append(nodes, n)
-	}
-	rtt := redistest.PingRTT(t, nodes)
-	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	})
 	b := c.batchers[0]
 	for i := 0; blocker == ""; i++ {
 		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
@@ -387,4 +360,25 @@ func TestExistsOnAFrozenNodeReturnsByTheNodeTimeout(t *testing.T) {
 	if ok {
 		t.Error("exists on a frozen node reported the key there")
 	}
+}
+
+// hookedClient is a Client on 3 fresh nodes, with a node timeout of a
+// hundred measured round trips (at least 50 ms); hook runs after each reply
+// of node i (a redistest.AfterReply hook).
+func hookedClient(t *testing.T, hook func(i int, cmds ...redis.Cmder)) ([]redis.UniversalClient, *Client) {
+	t.Helper()
+	var nodes []redis.UniversalClient
+	for i, p := range redistest.StartN(t, 3) {
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+		n.AddHook(redistest.AfterReply(func(cmds ...redis.Cmder) { hook(i, cmds...) }))
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	rtt := redistest.PingRTT(t, nodes)
+	c, err := New(nodes, WithNodeTimeout(max(100*rtt, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return nodes, c
 }

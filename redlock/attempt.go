@@ -224,6 +224,9 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		if r.err == nil && r.counter < token {
 			a.heal(r.node, token)
 		}
+		if r.err != nil {
+			a.releaseFrom(r.node)
+		}
 	case abandoned:
 		if r.granted || r.err != nil { // an error may hide a grant
 			a.stepBack(r.node)
@@ -244,6 +247,9 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		a.mu.Unlock()
 		if r.err != nil || (r.granted && skipped) { // an error may hide a grant, sent in whatever order
 			a.stepBack(r.node)
+		}
+		if r.err != nil {
+			a.releaseFrom(r.node)
 		}
 		if r.err == nil && r.counter < token { // heal all the same
 			a.heal(r.node, token)
@@ -391,6 +397,18 @@ func (a *attempt) abandon(err error) error {
 // which is the Unlock's: the transfer released the old hold unannounced.
 func (a *attempt) stepBack(i int) {
 	a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, a.stepChannel())
+}
+
+// releaseFrom releases a transfer's old hold on node i, unannounced, in the
+// background, when the transfer failed there once the hold was handed on:
+// it may never have been sent (a call that timed out in its node's queue
+// is skipped, see mustReach), and the Unlock it stood for sends nothing
+// more once a quorum transferred (see handOn). Where the transfer did land,
+// this finds nothing: a key's calls reach a node in order.
+func (a *attempt) releaseFrom(i int) {
+	if a.from != "" {
+		a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.from, "")
+	}
 }
 
 // stepChannel is the channel a step back announces its release on: none,

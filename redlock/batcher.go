@@ -58,7 +58,8 @@ func (b *batcher) queue(o *op) chan *op {
 	return b.queues[h%workersPerNode]
 }
 
-// do queues o; a full queue or a stopped batcher completes it at once.
+// do queues o; a full queue or a stopped batcher completes it at once (a
+// release on a stopped batcher goes on a goroutine of its own).
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
 		b.c.checkNode(b.node) // first use of the node: can it evict our keys?
@@ -70,6 +71,13 @@ func (b *batcher) do(o *op) {
 	b.mu.RLock()
 	if b.stopped {
 		b.mu.RUnlock()
+		if o.mustReach() {
+			// A late grant's step back, or an Unlock after Close: sent
+			// on a goroutine of its own, done by its wire deadline (or
+			// when go-redis lets go of a frozen node's call).
+			go b.execSafely([]*op{o})
+			return
+		}
 		o.g.complete(o, nil, errClosed)
 		return
 	}
@@ -215,7 +223,8 @@ func wireContext(live []*op, now time.Time) (context.Context, context.CancelFunc
 	return ctx, func() {}
 }
 
-// stop refuses new calls and fails the queued ones. It waits for the
+// stop refuses new calls but releases (sent on their own, see do), fails
+// the queued ones but releases (sent by the workers as they exit). It waits for the
 // workers until deadline at most: a worker can be inside a call to a frozen
 // node that go-redis holds until its own ReadTimeout (or for ever, with
 // ReadTimeout -1, until the caller closes that redis client). Every call has

@@ -137,7 +137,9 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // caller was handed, also when a loaded machine makes them take longer than
 // that (up to ten times as long). A release queued behind a call that a
 // frozen node holds goes once go-redis lets go of that call, after Close
-// returned; it is lost if the redis client is closed before.
+// returned; it is lost if the redis client is closed before. A release
+// asked for after Close (an Unlock, a late grant's step back) is still
+// sent, on a goroutine of its own.
 // An attempt in flight when Close begins gives up at once, with
 // [ErrNotAcquired].
 func (c *Client) Close() error {
@@ -162,8 +164,14 @@ func (c *Client) Close() error {
 		dt := time.AfterFunc(c.drainTimeout(), func() { close(drained) })
 		defer dt.Stop()
 		c.inflight.wait(drained)
+		// The workers send the releases still queued (see work), then
+		// exit: wait for them a bound more at most (one may be inside a
+		// call that a frozen node holds).
+		sent := make(chan struct{})
+		st := time.AfterFunc(c.closeTimeout(), func() { close(sent) })
+		defer st.Stop()
 		for _, b := range c.batchers {
-			b.stop(bound)
+			b.stop(sent)
 		}
 	})
 	return nil

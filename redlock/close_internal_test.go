@@ -382,3 +382,84 @@ func hookedClient(t *testing.T, hook func(i int, cmds ...redis.Cmder)) ([]redis.
 	t.Cleanup(func() { _ = c.Close() })
 	return nodes, c
 }
+
+// A release asked for after Close stopped the batchers (a late grant's step
+// back, read by a worker during Close, or an Unlock after Close) still
+// reaches its node: refused, its grant stayed for the whole TTL (attack 8).
+func TestReleaseAfterCloseStillReachesTheNode(t *testing.T) {
+	nodes, c := hookedClient(t, func(int, ...redis.Cmder) {})
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "after-close", time.Minute)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	c.inflight.wait(nil) // every node granted
+	_ = c.Close()
+	got := make(resultSink, 1)
+	c.newGroup(got, c.cfg.nodeTimeout, []int{0}, releaseScript, l.a.lockKey(), l.Value(), "").start()
+	if r := <-got; r.err != nil || asInt(r.v) != 1 {
+		t.Fatalf("release on node 0 after Close: %v, %v; want it to delete the hold", r.v, r.err)
+	}
+	if v := nodes[0].Get(ctx, "after-close").Val(); v != "" {
+		t.Errorf("node 0 holds %q after the release", v)
+	}
+}
+
+// Close waits for the workers to send the releases still queued when it
+// stops the batchers, also when its wait for the calls in flight ran past
+// its bound: stop used the bound from Close's start, by then passed, and
+// Close returned while a worker still had a release to send (attack 8).
+func TestCloseWaitsForTheQueuedReleasesItStops(t *testing.T) {
+	const key = "close-queued"
+	var (
+		armed   atomic.Bool
+		blocker string
+		arrived = make(chan struct{}, 1)
+		quit    = make(chan struct{}) // set to node 0's batcher's quit below
+	)
+	nodes, c := hookedClient(t, func(i int, cmds ...redis.Cmder) {
+		if i == 0 && armed.Load() && slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+			return slices.Contains(c.Args(), any(blocker))
+		}) {
+			armed.Store(false)
+			arrived <- struct{}{}
+			<-quit // the worker goes on once Close stops the batchers
+		}
+	})
+	b := c.batchers[0]
+	quit = b.quit
+	for i := 0; blocker == ""; i++ {
+		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
+			blocker = k
+		}
+	}
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	c.inflight.wait(nil)
+	armed.Store(true)
+	go func() { _, _ = c.TryLock(context.Background(), blocker, time.Minute) }()
+	<-arrived
+	if err := l.Unlock(ctx); err != nil { // node 0's release waits behind the blocker
+		t.Fatalf("unlock: %v", err)
+	}
+	c.inflight.wait(nil) // it timed out in the queue
+	c.inflight.add(1)    // a call Close waits for past its bound
+	closed := make(chan struct{})
+	go func() {
+		_ = c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a call in flight")
+	case <-time.After(2 * c.closeTimeout()): // past Close's first bound
+	}
+	c.inflight.done()
+	<-closed
+	if v := nodes[0].Get(ctx, key).Val(); v != "" {
+		t.Errorf("node 0 holds %q when Close returned; want the queued release sent by then", v)
+	}
+}

@@ -35,6 +35,7 @@ type batcher struct {
 	queues [workersPerNode]chan *op // one per worker
 	quit   chan struct{}
 
+	after   chan struct{} // a slot per release sent after stop (see do)
 	start   sync.Once
 	mu      sync.RWMutex // protects stopped against sends to queues
 	stopped bool
@@ -42,7 +43,7 @@ type batcher struct {
 }
 
 func newBatcher(c *Client, node int) *batcher {
-	b := &batcher{c: c, node: node, quit: make(chan struct{})}
+	b := &batcher{c: c, node: node, quit: make(chan struct{}), after: make(chan struct{}, workersPerNode)}
 	for w := range b.queues {
 		b.queues[w] = make(chan *op, queueSize/workersPerNode)
 	}
@@ -59,7 +60,8 @@ func (b *batcher) queue(o *op) chan *op {
 }
 
 // do queues o; a full queue or a stopped batcher completes it at once (a
-// release on a stopped batcher goes on a goroutine of its own).
+// release on a stopped batcher goes on a goroutine of its own, at most
+// workersPerNode at once).
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
 		b.c.checkNode(b.node) // first use of the node: can it evict our keys?
@@ -74,9 +76,17 @@ func (b *batcher) do(o *op) {
 		if o.mustReach() {
 			// A late grant's step back, or an Unlock after Close: sent
 			// on a goroutine of its own, done by its wire deadline (or
-			// when go-redis lets go of a frozen node's call).
-			go b.execSafely([]*op{o})
-			return
+			// when go-redis lets go of a frozen node's call); at most
+			// workersPerNode at once, as before Close.
+			select {
+			case b.after <- struct{}{}:
+				go func() {
+					defer func() { <-b.after }()
+					b.execSafely([]*op{o})
+				}()
+				return
+			default:
+			}
 		}
 		o.g.complete(o, nil, errClosed)
 		return

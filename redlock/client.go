@@ -129,23 +129,24 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // an Extend of one returns [ErrLockLost]. It does not close the redis
 // clients passed to New. Close is idempotent.
 //
-// Close returns within about two node timeouts even when a node is frozen:
-// a call to such a node is given up at its deadline, and the goroutine that
-// go-redis keeps inside it (until its own ReadTimeout, or until the caller
-// closes that redis client) exits on its own. It waits for the releases
-// that the attempts in flight owe, so that no grant is left behind that no
-// caller was handed, also when a loaded machine makes them take longer than
-// that (up to ten times as long). A release queued behind a call that a
-// frozen node holds goes once go-redis lets go of that call, after Close
-// returned; it is lost if the redis client is closed before. A release
-// asked for after Close (an Unlock, a late grant's step back) is still
-// sent, on a goroutine of its own.
-// An attempt in flight when Close begins gives up at once, with
-// [ErrNotAcquired].
+// Close returns within about two and a half node timeouts even when a node
+// is frozen: a call to such a node is given up at its deadline, and the
+// goroutine that go-redis keeps inside it (until its own ReadTimeout, or
+// until the caller closes that redis client) exits on its own. It waits
+// for the releases that the attempts in flight owe, so that no grant is
+// left behind that no caller was handed, also when a loaded machine makes
+// them take longer than that (up to ten times as long). A release queued
+// behind a call that a frozen node holds goes once go-redis lets go of
+// that call, after Close returned; it is lost if the redis client is
+// closed before. A release asked for after Close (an Unlock, a late
+// grant's step back) is still sent, on a goroutine of its own (at most a
+// few per node at once; past that it fails). An attempt in flight when
+// Close begins gives up at once, with [ErrNotAcquired].
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)
 		bound := make(chan struct{})
+		deadline := time.Now().Add(c.closeTimeout())
 		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })
 		defer t.Stop()
 		c.waiters.close()
@@ -165,10 +166,12 @@ func (c *Client) Close() error {
 		defer dt.Stop()
 		c.inflight.wait(drained)
 		// The workers send the releases still queued (see work), then
-		// exit: wait for them a bound more at most (one may be inside a
-		// call that a frozen node holds).
+		// exit: wait for them until bound, and at least a quarter of it
+		// more when the wait above ran past it (a loaded machine). A
+		// worker inside a call that a frozen node holds is not waited for
+		// longer: what is queued behind it goes when go-redis lets go.
 		sent := make(chan struct{})
-		st := time.AfterFunc(c.closeTimeout(), func() { close(sent) })
+		st := time.AfterFunc(max(time.Until(deadline), c.closeTimeout()/4), func() { close(sent) })
 		defer st.Stop()
 		for _, b := range c.batchers {
 			b.stop(sent)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -461,5 +462,89 @@ func TestCloseWaitsForTheQueuedReleasesItStops(t *testing.T) {
 	<-closed
 	if v := nodes[0].Get(ctx, key).Val(); v != "" {
 		t.Errorf("node 0 holds %q when Close returned; want the queued release sent by then", v)
+	}
+}
+
+// frozenClient is a Client on 3 fresh nodes whose clients wait for a
+// frozen node as long as go-redis lets them (ReadTimeout a minute, no
+// ContextTimeoutEnabled, a large pool), with a node timeout of a hundred
+// measured round trips; freeze pauses node 2 until the test ends.
+func frozenClient(t *testing.T) (nodes []redis.UniversalClient, c *Client, nt time.Duration, freeze func()) {
+	t.Helper()
+	procs := redistest.StartN(t, 3)
+	for _, p := range procs {
+		n := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: time.Minute, PoolSize: 1000})
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	nt = max(100*redistest.PingRTT(t, nodes), 50*time.Millisecond)
+	c, err := New(nodes, WithNodeTimeout(nt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	freeze = func() {
+		if err := procs[2].Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = procs[2].Resume() })
+	}
+	return nodes, c, nt, freeze
+}
+
+// With a node frozen under a failed attempt's call, Close waits for the
+// step back owed to it (its deadline) but not a whole bound more for the
+// worker the frozen call holds: it took 4 node timeouts (attack 9, 10/10).
+func TestCloseAfterAFailedAttemptOnAFrozenNode(t *testing.T) {
+	nodes, c, nt, freeze := frozenClient(t)
+	ctx := t.Context()
+	warm, err := c.TryLock(ctx, "warm", time.Minute)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	for _, n := range nodes[:2] {
+		if err := n.Set(ctx, "x", "someone's", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freeze()
+	if _, err := c.TryLock(ctx, "x", time.Minute); err == nil {
+		t.Fatal("setup: acquired a key held on a quorum")
+	}
+	start := time.Now()
+	_ = c.Close()
+	took := time.Since(start)
+	t.Logf("Close took %.2f node timeouts", float64(took)/float64(nt))
+	if took > 7*nt/2 { // about two and a half; it was four
+		t.Errorf("Close took %v = %.1f node timeouts of %v with a node frozen; documented: about two",
+			took, float64(took)/float64(nt), nt)
+	}
+}
+
+// Releases asked for after Close go on goroutines of their own, at most
+// workersPerNode per node at once: with a node frozen, each would sit in
+// go-redis until its ReadTimeout, one per Unlock (attack 9: 199 of 200).
+func TestReleasesAfterCloseUseBoundedGoroutines(t *testing.T) {
+	_, c, _, freeze := frozenClient(t)
+	var locks []*Lock
+	for i := range 200 {
+		l, err := c.TryLock(t.Context(), fmt.Sprint("g-", i), time.Minute)
+		if err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+		locks = append(locks, l)
+	}
+	c.inflight.wait(nil)
+	freeze()
+	_ = c.Close()
+	before := runtime.NumGoroutine()
+	for _, l := range locks {
+		_ = l.Unlock(t.Context()) // nodes 0 and 1 answer; node 2's release is stuck
+	}
+	if d := runtime.NumGoroutine() - before; d > len(c.nodes)*workersPerNode+8 {
+		t.Errorf("%d goroutines more after 200 Unlocks after Close with a node frozen; want at most about %d", d, len(c.nodes)*workersPerNode)
 	}
 }

@@ -233,13 +233,13 @@ func wireContext(live []*op, now time.Time) (context.Context, context.CancelFunc
 	return ctx, func() {}
 }
 
-// stop refuses new calls but releases (sent on their own, see do), fails
-// the queued ones but releases (sent by the workers as they exit). It waits for the
-// workers until deadline at most: a worker can be inside a call to a frozen
-// node that go-redis holds until its own ReadTimeout (or for ever, with
-// ReadTimeout -1, until the caller closes that redis client). Every call has
-// completed by its deadline already; such a worker exits when go-redis lets
-// go of it.
+// stop refuses new calls, but for releases (sent on goroutines of their
+// own, see do), and fails the queued ones, but for releases (the workers
+// send them as they exit). It waits for the workers until deadline at
+// most: a worker can be inside a call to a frozen node that go-redis holds
+// until its own ReadTimeout (or for ever, with ReadTimeout -1, until the
+// caller closes that redis client). Every call has completed by its
+// deadline already; such a worker exits when go-redis lets go of it.
 func (b *batcher) stop(deadline <-chan struct{}) {
 	b.mu.Lock()
 	b.stopped = true

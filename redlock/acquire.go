@@ -88,14 +88,13 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		c.waiters.leave(key, q, w, until)
 	}()
 	var (
-		offer *handoff // this head's offer to be handed the key (see handoff)
-		taken bool     // its result was taken
+		offer *handoff // this head's offer to be handed the key (see handoff); nil once its result is taken
 	)
 	defer func() { // before leave: the next head must not see the offer
 		if offer == nil {
 			return
 		}
-		c.waiters.withdraw(context.WithoutCancel(ctx), q, offer, taken)
+		c.waiters.withdraw(context.WithoutCancel(ctx), q, offer)
 	}()
 	if tried {
 		c.waiters.tried(q, took, hint > 0, granted)
@@ -143,7 +142,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// hint, and arriving together splits the nodes' votes.
 				d = hint + rand.N(2*time.Millisecond)
 			}
-			offer, taken = c.waiters.offer(q, ttl, lc), false
+			offer = c.waiters.offer(q, ttl, lc)
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
 				left, woken, serr := c.sleep(ctx, q.released, offer.ready, d)
@@ -197,7 +196,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				return nil, errors.Join(ErrNotAcquired, errClosed)
 			}
 			r := c.waiters.take(offer)
-			offer, taken = nil, true
+			offer = nil
 			l, err = r.l, r.err
 			hint, granted = r.f.holderTTL, r.f.granted
 			c.waiters.tried(q, took, hint > 0, granted)

@@ -65,7 +65,7 @@ func TestCloseWaitsForTheHeadToUndoAnUntakenHandOff(t *testing.T) {
 	go func() { // the head, as Lock does when Close wakes it
 		defer close(left)
 		<-c.closing
-		c.waiters.withdraw(context.Background(), q, offer, false)
+		c.waiters.withdraw(context.Background(), q, offer)
 		c.waiters.leave(key, q, me, time.Time{})
 	}()
 	_ = c.Close()
@@ -255,11 +255,7 @@ func queuedRelease(t *testing.T, closing bool) {
 		}
 	})
 	b := c.batchers[0]
-	for i := 0; blocker == ""; i++ {
-		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
-			blocker = k
-		}
-	}
+	blocker = b.sameQueueKey(key)
 	ctx := t.Context()
 	l, err := c.TryLock(ctx, key, time.Minute)
 	if err != nil {
@@ -429,11 +425,7 @@ func TestCloseWaitsForTheQueuedReleasesItStops(t *testing.T) {
 	})
 	b := c.batchers[0]
 	quit = b.quit
-	for i := 0; blocker == ""; i++ {
-		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
-			blocker = k
-		}
-	}
+	blocker = b.sameQueueKey(key)
 	ctx := t.Context()
 	l, err := c.TryLock(ctx, key, time.Minute)
 	if err != nil {
@@ -546,5 +538,15 @@ func TestReleasesAfterCloseUseBoundedGoroutines(t *testing.T) {
 	}
 	if d := runtime.NumGoroutine() - before; d > len(c.nodes)*workersPerNode+8 {
 		t.Errorf("%d goroutines more after 200 Unlocks after Close with a node frozen; want at most about %d", d, len(c.nodes)*workersPerNode)
+	}
+}
+
+// sameQueueKey is a key whose calls to b's node go through key's queue: a
+// call of it that a test holds blocks the calls of key queued behind.
+func (b *batcher) sameQueueKey(key string) string {
+	for i := 0; ; i++ {
+		if k := fmt.Sprint("blocker-", i); b.queue(&op{keys: []string{k}}) == b.queue(&op{keys: []string{key}}) {
+			return k
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,10 +8,6 @@ import (
 
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
-
-type handOffRetry time.Duration
-
-func (r handOffRetry) Backoff(int) (time.Duration, bool) { return time.Duration(r), true }
 
 // An Unlock that hands the key on releases the old hold, on each node, with
 // the transfer script: that call is the Unlock's release there. When it
@@ -33,7 +27,7 @@ func TestHandOffWhoseTransferTimedOutInTheQueueReleasesTheOldHold(t *testing.T) 
 	}
 	rtt := redistest.PingRTT(t, nodes)
 	nt := max(100*rtt, 50*time.Millisecond)
-	c, err := New(nodes, WithNodeTimeout(nt), WithRetry(handOffRetry(time.Hour)))
+	c, err := New(nodes, WithNodeTimeout(nt), WithRetry(attack4Fixed(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +48,7 @@ func TestHandOffWhoseTransferTimedOutInTheQueueReleasesTheOldHold(t *testing.T) 
 	// queue while node 2 is frozen.
 	b2 := c.batchers[2]
 	qi := b2.queue(&op{keys: []string{key}})
-	var blocker string
-	for i := 0; ; i++ {
-		blocker = fmt.Sprintf("a8-blocker-%d", i)
-		if b2.queue(&op{keys: []string{blocker}}) == qi {
-			break
-		}
-	}
+	blocker := b2.sameQueueKey(key)
 
 	holder, err := c.TryLock(ctx, key, time.Minute)
 	if err != nil {
@@ -138,5 +126,3 @@ func TestHandOffWhoseTransferTimedOutInTheQueueReleasesTheOldHold(t *testing.T) 
 		}
 	}
 }
-
-var _ = context.Background

@@ -925,14 +925,14 @@ func (w *waitQueues) take(h *handoff) handoffResult {
 // handed) ends once that Unlock's releases are queued; a claimed offer whose
 // result is still to come is marked withdrawn, and its holder undoes it
 // (see handed).
-func (w *waitQueues) withdraw(ctx context.Context, q *keyQueue, h *handoff, taken bool) {
-	if r := w.untaken(q, h, taken); r != nil && r.l != nil {
+func (w *waitQueues) withdraw(ctx context.Context, q *keyQueue, h *handoff) {
+	if r := w.untaken(q, h); r != nil && r.l != nil {
 		_ = r.l.Unlock(ctx) // handed a hold after all: not this caller's
 		w.c.inflight.done()
 	}
 }
 
-func (w *waitQueues) untaken(q *keyQueue, h *handoff, taken bool) *handoffResult {
+func (w *waitQueues) untaken(q *keyQueue, h *handoff) *handoffResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if q.offer == h {
@@ -942,7 +942,7 @@ func (w *waitQueues) untaken(q *keyQueue, h *handoff, taken bool) *handoffResult
 	case h.claimed && !h.delivered:
 		h.withdrawn = true
 		h.cancel()
-	case h.delivered && !taken:
+	case h.delivered:
 		return &h.res
 	}
 	return nil

@@ -52,7 +52,7 @@ type attempt struct {
 	timeout time.Duration // each node call's deadline
 	keys    []string      // the scripts' KEYS: lock key, fence counter
 	replies chan reply    // every answer, for the deciding caller
-	from    string        // a transfer's old value (see transfer.lua); "" for an acquire
+	from    *attempt      // a transfer: the old hold's (see transfer.lua); nil for an acquire
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
@@ -66,6 +66,7 @@ type attempt struct {
 	had      []bool        // a transfer: node i released the old hold
 	asked    bool          // the first ask went out
 	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out
+	longest  time.Duration // the longest TTL the hold was given: ttl, or an Extend's
 }
 
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
@@ -91,7 +92,7 @@ func clientOf(value string) string {
 	return value[max(0, len(value)-8):]
 }
 
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from string) *attempt {
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from *attempt) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
 		c:        c,
@@ -108,6 +109,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, fr
 		from:     from,
 		had:      make([]bool, n),
 		skipped:  make([]bool, n),
+		longest:  ttl,
 	}
 	a.ask(c.all)
 	return a
@@ -123,11 +125,11 @@ func (a *attempt) ask(nodes []int) {
 	a.mu.Lock()
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout) // network waits are real time
-	first := a.from != "" && !a.asked
+	first := a.from != nil && !a.asked
 	a.asked = true
 	a.mu.Unlock()
 	if first { // a transfer's first ask; a split vote's winner asks again with acquire.lua
-		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from).start()
+		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from.value).start()
 		return
 	}
 	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds(), releaseChannel(a.key)).start()
@@ -158,7 +160,7 @@ func (a *attempt) answer(i int, v any, err error) {
 func (a *attempt) parse(i int, v any, err error) reply {
 	r := reply{node: i}
 	res, _ := v.([]any)
-	if n := len(res); a.from != "" && (n == 3 || n == 5) {
+	if n := len(res); a.from != nil && (n == 3 || n == 5) {
 		r.had = asInt(res[n-1]) == 1
 		res = res[:n-1]
 	}
@@ -321,7 +323,11 @@ func (a *attempt) fail(err error) error {
 	for _, r := range a.decide(abandoned, 0) {
 		switch {
 		case r.granted:
-			wg.Go(func() { _, _ = a.release(r.node) })
+			wg.Go(func() {
+				if _, err := a.release(r.node); err != nil {
+					a.stepBack(r.node) // owed, and retried
+				}
+			})
 		case r.err != nil:
 			a.stepBack(r.node)
 		}
@@ -396,7 +402,22 @@ func (a *attempt) abandon(err error) error {
 // an Unlock wakes waiters (see release.lua) — and a transfer's step back,
 // which is the Unlock's: the transfer released the old hold unannounced.
 func (a *attempt) stepBack(i int) {
-	a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.value, a.stepChannel())
+	a.c.owe(i, a.lockKey(), a.longestTTL(), a.timeout, a.value, a.stepChannel())
+}
+
+// longestTTL is the longest TTL the hold was given on any node.
+func (a *attempt) longestTTL() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.longest
+}
+
+// extending notes that an Extend sends ttl: a release owed from now on
+// counts from that.
+func (a *attempt) extending(ttl time.Duration) {
+	a.mu.Lock()
+	a.longest = max(a.longest, ttl)
+	a.mu.Unlock()
 }
 
 // releaseFrom releases a transfer's old hold on node i, unannounced, in the
@@ -406,15 +427,15 @@ func (a *attempt) stepBack(i int) {
 // more once a quorum transferred (see handOn). Where the transfer did land,
 // this finds nothing: a key's calls reach a node in order.
 func (a *attempt) releaseFrom(i int) {
-	if a.from != "" {
-		a.c.send(i, releaseScript, a.timeout, a.lockKey(), a.from, "")
+	if a.from != nil {
+		a.c.owe(i, a.lockKey(), a.from.longestTTL(), a.timeout, a.from.value, "")
 	}
 }
 
 // stepChannel is the channel a step back announces its release on: none,
 // but for a transfer (see stepBack).
 func (a *attempt) stepChannel() string {
-	if a.from != "" {
+	if a.from != nil {
 		return releaseChannel(a.key)
 	}
 	return ""
@@ -443,7 +464,7 @@ func (a *attempt) release(i int) (bool, error) {
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
-	return c.try(ctx, key, ttl, lc, "", nil)
+	return c.try(ctx, key, ttl, lc, nil, nil)
 }
 
 // waitDeadline is when every acquire call of a has completed, at the latest.
@@ -462,9 +483,9 @@ func (a *attempt) released() []bool {
 }
 
 // try is tryOnce, or with from a transfer (see transfer.lua): the same
-// attempt, whose first ask also releases the hold of value from. started,
+// attempt, whose first ask also releases from's hold. started,
 // when not nil, is set to the attempt once it is.
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, from string, started **attempt) (*Lock, failure, error) {
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, from *attempt, started **attempt) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, errors.Join(ErrNotAcquired, err)
 	}

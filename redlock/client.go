@@ -34,6 +34,7 @@ type Client struct {
 	bgClosed bool       // Close waits for bg: no more Adds to it
 
 	waiters *waitQueues
+	sched   *scheduler   // owed releases' retries
 	id      [4]byte      // random: the end of every hold value (holdValue)
 	rtt     atomic.Int64 // ns: a moving average of how long a quorum of answers takes
 }
@@ -113,6 +114,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	_, _ = crand.Read(c.id[:]) // never fails (it crashes the program instead)
 	c.waiters = newWaitQueues(c)
+	c.sched = newScheduler(c)
 	return c, nil
 }
 
@@ -142,6 +144,11 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // grant's step back) is still sent, on a goroutine of its own (at most a
 // few per node at once; past that it fails). An attempt in flight when
 // Close begins gives up at once, with [ErrNotAcquired].
+//
+// A release the protocol owes and that failed is otherwise sent again
+// until it lands, the node says the value is gone, or the key's TTL has
+// certainly passed: Close gives up those still waiting for their next try
+// (and their grants stay until the TTL).
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)

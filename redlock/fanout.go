@@ -17,9 +17,14 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 	script *redis.Script, keys []string, args ...any) (oks, refused int, errs []error, ctxErr error) {
 	votes := make(voteSink, len(nodes))
 	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
+	return c.count(ctx, votes, len(nodes), need)
+}
+
+// count collects a fan-out's votes from n nodes (see fanout).
+func (c *Client) count(ctx context.Context, votes voteSink, n, need int) (oks, refused int, errs []error, ctxErr error) {
 	fails := 0
-	for range nodes {
-		if oks >= need || fails > len(nodes)-need {
+	for range n {
+		if oks >= need || fails > n-need {
 			return oks, fails - len(errs), errs, nil
 		}
 		select {

@@ -183,6 +183,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.setUntilLocked(until)
 	}
 	l.mu.Unlock()
+	l.a.extending(ttl)
 	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
@@ -264,7 +265,7 @@ func (l *Lock) handOn(ctx, hctx context.Context, h *handoff, held []int) error {
 	defer c.inflight.done() // counted by claim
 	defer h.cancel()
 	var a *attempt
-	nl, f, err := c.try(hctx, l.a.key, h.ttl, h.lc, l.a.value, &a)
+	nl, f, err := c.try(hctx, l.a.key, h.ttl, h.lc, l.a, &a)
 	if !c.waiters.handed(h, handoffResult{l: nl, f: f, err: err}) && nl != nil {
 		_ = nl.Unlock(context.WithoutCancel(ctx)) // its head left meanwhile
 	}
@@ -323,8 +324,13 @@ func (l *Lock) release(ctx context.Context, nodes []int, already func() int, han
 		before = already()
 	}
 	deferred, next := c.waiters.releasing(l.a.key, l.a.value, handedOn)
-	oks, refused, errs, ctxErr := c.fanout(ctx, nodes, max(c.quorum-before, 0), l.a.timeout,
-		releaseScript, l.a.lockKey(), l.a.value, releaseChannel(l.a.key), next)
+	// A node that fails is owed its release (see owe): sent again until
+	// it lands, or the hold's longest TTL has certainly passed.
+	votes := make(voteSink, len(nodes))
+	args := []any{l.a.value, releaseChannel(l.a.key), next}
+	sink := owing{votes: votes, c: c, keys: l.a.lockKey(), args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout}
+	c.newGroup(sink, l.a.timeout, nodes, releaseScript, l.a.lockKey(), args...).start()
+	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), max(c.quorum-before, 0))
 	c.waiters.wake(l.a.key, l.a.value, deferred)
 	if already != nil {
 		n := already()

@@ -1,0 +1,239 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/clock"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// A release the protocol owes is sent again until it lands: once briefly
+// frozen nodes resume, no grant is left there, although each first release
+// timed out (go-redis dropped the connection at the ctx deadline, and a new
+// one cannot complete its handshake with a frozen node).
+func TestOwedReleaseReachesANodeThatWasFrozen(t *testing.T) {
+	const (
+		nodeTimeout = 50 * time.Millisecond
+		ttl         = 8 * time.Second
+		keys        = 8
+	)
+	for _, tc := range []struct {
+		name   string
+		frozen []int
+		// while the nodes are frozen: locks on keys[k] that must not stay
+		run func(t *testing.T, c *redlock.Client, key func(int) string)
+	}{
+		{
+			// Failed attempts step back from the grants they may have.
+			name: "step backs", frozen: []int{1, 2},
+			run: func(t *testing.T, c *redlock.Client, key func(int) string) {
+				var wg sync.WaitGroup
+				errs := make([]error, keys)
+				for k := range keys {
+					wg.Go(func() { _, errs[k] = c.TryLock(t.Context(), key(k), ttl) })
+				}
+				wg.Wait()
+				for k, err := range errs {
+					if !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Fatalf("attempt %d: %v, want ErrNotAcquired", k, err)
+					}
+				}
+			},
+		},
+		{
+			// Unlock decides on the quorum that answered; the frozen
+			// node's release is the rest of it.
+			name: "the rest of an Unlock", frozen: []int{2},
+			run: func(t *testing.T, c *redlock.Client, key func(int) string) {
+				var wg sync.WaitGroup
+				for k := range keys {
+					wg.Go(func() {
+						l, err := c.TryLock(t.Context(), key(k), ttl)
+						if err != nil {
+							t.Errorf("lock %d: %v", k, err)
+							return
+						}
+						if err := l.Unlock(t.Context()); err != nil {
+							t.Errorf("unlock %d: %v", k, err)
+						}
+					})
+				}
+				wg.Wait()
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ctxTimeoutRig(t, 3)
+			c := r.client(t, redlock.WithNodeTimeout(nodeTimeout))
+			l, err := c.TryLock(t.Context(), "warm-up", ttl) // as the finding's set-up
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			key := func(k int) string { return fmt.Sprintf("%s-%d", t.Name(), k) }
+			for _, i := range tc.frozen {
+				if err := r.procs[i].Pause(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = r.procs[i].Resume() })
+			}
+			start := time.Now()
+			tc.run(t, c, key)
+			// The nodes stay frozen well past every first release.
+			time.Sleep(max(5*nodeTimeout-time.Since(start), 0))
+			for _, i := range tc.frozen {
+				if err := r.procs[i].Resume(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resumed := time.Now()
+			// A leftover grant would stay for the TTL: wait far less than
+			// that, and far more than a retry takes.
+			deadline := resumed.Add(ttl / 4)
+			for {
+				left := 0
+				for k := range keys {
+					left += r.anyKey(t, key(k))
+				}
+				if left == 0 {
+					t.Logf("no grant left %v after the nodes resumed", time.Since(resumed))
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d grants still held %v after the nodes resumed", left, time.Since(resumed))
+				}
+				time.Sleep(5 * time.Millisecond) // polling a server condition, bounded
+			}
+		})
+	}
+}
+
+// The retries of an owed release wait on the Client's clock: one is sent
+// when its backoff has passed there, none once the key has certainly
+// expired by it, and Close drops the rest.
+func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
+	const ttl = 10 * time.Second
+	for _, tc := range []struct {
+		name string
+		// after the first retry is armed, with node 2 still frozen
+		then      func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, log *recorder)
+		wantGrant bool // node 2 keeps the grant once it resumes
+	}{
+		{
+			name: "lands when its backoff passed",
+			then: func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, _ *recorder) {
+				if err := r.procs[2].Resume(); err != nil {
+					t.Fatal(err)
+				}
+				f.Advance(time.Second) // past the backoff (a few node timeouts at most)
+			},
+		},
+		{
+			name: "given up once the key expired",
+			then: func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, log *recorder) {
+				f.Advance(ttl + time.Second) // the key is certainly gone by the client's clock
+				awaitLog(t, log, "release given up: the key expires first")
+				if err := r.procs[2].Resume(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantGrant: true,
+		},
+		{
+			name: "given up by Close",
+			then: func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, log *recorder) {
+				_ = c.Close()
+				if n := f.Timers(); n != 0 {
+					t.Fatalf("%d timers armed after Close", n)
+				}
+				if err := r.procs[2].Resume(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantGrant: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ctxTimeoutRig(t, 3)
+			f := clock.NewFake(time.Now())
+			log := &recorder{}
+			c := r.client(t, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithClock(f),
+				redlock.WithLogger(slog.New(log)))
+			l, err := c.TryLock(t.Context(), "owed", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.settled(t, "owed", l.Value()) // node 2 granted too
+			if err := r.procs[2].Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.procs[2].Resume() })
+			if err := l.Unlock(t.Context()); err != nil { // node 2's release times out
+				t.Fatal(err)
+			}
+			armed, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if err := f.BlockUntilContext(armed, 1); err != nil { // its retry is armed
+				t.Fatalf("no retry armed: %v", err)
+			}
+			tc.then(t, r, c, f, log)
+			rdb := r.clients[2]
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				held := rdb.Get(t.Context(), "owed").Val() == l.Value()
+				if held == tc.wantGrant && (!held || rdb.PTTL(t.Context(), "owed").Val() > 0) {
+					if !held {
+						return // released
+					}
+					if f.Timers() != 0 {
+						t.Fatalf("a retry is still armed")
+					}
+					return // kept: nothing will release it before its TTL
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node 2 holds the key: %v, want %v (get %q, pttl %v, timers %d)", held, tc.wantGrant, rdb.Get(t.Context(), "owed").Val(), rdb.PTTL(t.Context(), "owed").Val(), f.Timers())
+				}
+				time.Sleep(time.Millisecond) // polling a server condition, bounded
+			}
+		})
+	}
+}
+
+// awaitLog waits until log has a Debug record that mentions substr.
+func awaitLog(t *testing.T, log *recorder, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !log.has(slog.LevelDebug, substr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log record %q", substr)
+		}
+		time.Sleep(time.Millisecond) // polling the client's log, bounded
+	}
+}
+
+// ctxTimeoutRig is n nodes whose clients are built as the README advises:
+// go-redis gives up a call at its ctx deadline, and drops that connection
+// (so a call queued behind one to a frozen node is not held back with it).
+func ctxTimeoutRig(t *testing.T, n int) *rig {
+	t.Helper()
+	r := newRig(t, n)
+	for i, p := range r.procs {
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = rdb.Close() })
+		if err := rdb.Ping(t.Context()).Err(); err != nil { // a connection in the pool
+			t.Fatal(err)
+		}
+		r.clients[i] = rdb
+	}
+	return r
+}

@@ -21,7 +21,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 }
 
 // Lock acquires key, retrying until it succeeds, the retry strategy gives up
-// ([ErrNotAcquired]) or ctx ends (errors.Join([ErrNotAcquired], ctx.Err())). A
+// ([ErrNotAcquired]) or ctx ends (join([ErrNotAcquired], ctx.Err())). A
 // strategy that allows no retry ([NoRetry], LimitRetry(s, 0)) makes it one
 // attempt, exactly like TryLock.
 //
@@ -42,11 +42,19 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // asking. Announcements are hints: a lost or forged one delays a waiter by
 // at most its backoff, one yield (about 32 round trips), the holder's TTL
 // or its own, and never decides who holds the key.
-func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (_ *Lock, rerr error) {
 	lc, err := c.lockConfig(key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
+	var last []error // the node errors of the last attempt that had any
+	defer func() {
+		// A wait that ctx ended says why the attempts before it failed:
+		// which nodes are down, say.
+		if rerr != nil && ctx.Err() != nil && len(nodeErrors(rerr)) == 0 && len(last) > 0 {
+			rerr = join(append([]error{rerr}, last...)...)
+		}
+	}()
 	if _, ok := lc.retry.Backoff(1); !ok {
 		l, _, err := c.tryOnce(ctx, key, ttl, lc)
 		return l, withCtx(ctx, err)
@@ -73,6 +81,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		start := time.Now()
 		var f failure
 		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		last = lastNodeErrors(last, err)
 		hint, granted = f.holderTTL, f.granted
 		if err == nil || !retryable(ctx, err) {
 			return l, withCtx(ctx, err)
@@ -99,12 +108,47 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if tried {
 		c.waiters.tried(q, took, hint > 0, granted)
 	}
-	select {
-	case <-w:
-	case <-ctx.Done():
-		return nil, errors.Join(ErrNotAcquired, ctx.Err())
-	case <-c.closing:
-		return nil, errors.Join(ErrNotAcquired, errClosed)
+	// Behind the head, the call's own strategy still bounds its wait: each
+	// try it has is made when due (only the head is woken by releases),
+	// and it gives up when the strategy does.
+	retries := 0
+	for queued := true; queued; {
+		var d time.Duration
+		if tried {
+			var ok bool
+			if d, ok = lc.retry.Backoff(retries + 1); !ok {
+				return nil, err
+			}
+		} else {
+			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
+		}
+		if hint > 0 {
+			d = min(d, hint) // no later than the holder's key expires
+		}
+		due := c.cfg.clock.NewTimer(d)
+		select {
+		case <-w:
+			queued = false
+		case <-due.C():
+			if tried {
+				retries++
+			}
+			var f failure
+			l, f, err = c.tryOnce(ctx, key, ttl, lc)
+			last = lastNodeErrors(last, err)
+			hint, tried = f.holderTTL, true
+			if err == nil || !retryable(ctx, err) {
+				due.Stop()
+				return l, withCtx(ctx, err)
+			}
+		case <-ctx.Done():
+			due.Stop()
+			return nil, join(ErrNotAcquired, ctx.Err())
+		case <-c.closing:
+			due.Stop()
+			return nil, join(ErrNotAcquired, errClosed)
+		}
+		due.Stop()
 	}
 	// At the head: be subscribed before the next attempt, so that a release
 	// that follows a refusal cannot go unheard. A release may have passed
@@ -113,7 +157,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// one) or other processes are to go first.
 	fresh := c.waiters.ready(ctx, q, c.nodeTimeout(ttl))
 	now := fresh || (!tried && courtesy == 0 && !c.waiters.holding(q))
-	for retries := 0; ; {
+	for {
 		var d time.Duration
 		switch {
 		case tried:
@@ -191,13 +235,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			select {
 			case <-offer.ready:
 			case <-ctx.Done():
-				return nil, errors.Join(ErrNotAcquired, ctx.Err())
+				return nil, join(ErrNotAcquired, ctx.Err())
 			case <-c.closing:
-				return nil, errors.Join(ErrNotAcquired, errClosed)
+				return nil, join(ErrNotAcquired, errClosed)
 			}
 			r := c.waiters.take(offer)
 			offer = nil
 			l, err = r.l, r.err
+			last = lastNodeErrors(last, err)
 			hint, granted = r.f.holderTTL, r.f.granted
 			c.waiters.tried(q, took, hint > 0, granted)
 			tried = true
@@ -216,6 +261,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		start := time.Now()
 		var f failure
 		l, f, err = c.tryOnce(ctx, key, ttl, lc)
+		last = lastNodeErrors(last, err)
 		hint, granted = f.holderTTL, f.granted
 		took = time.Since(start)
 		c.waiters.tried(q, took, hint > 0, granted)
@@ -279,9 +325,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	returned = true
 	lost, uerr := unlock()
 	if lost {
-		return errors.Join(ferr, ErrLockLost)
+		return join(ferr, ErrLockLost)
 	}
-	return errors.Join(ferr, uerr)
+	return join(ferr, uerr)
 }
 
 func (c *Client) lockConfig(key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
@@ -321,6 +367,15 @@ var (
 	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
 )
 
+// lastNodeErrors is err's node errors, or last when it has none (an
+// attempt that ctx cut short before any node failed).
+func lastNodeErrors(last []error, err error) []error {
+	if ne := nodeErrors(err); len(ne) > 0 {
+		return ne
+	}
+	return last
+}
+
 // retryable says whether a failed attempt is worth another: refusals and
 // node errors are; bad input, a closed client, an ended ctx and an exhausted
 // fence counter are not (a counter at the maximum means a quorum is there:
@@ -335,7 +390,7 @@ func withCtx(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return errors.Join(err, ctx.Err())
+	return join(err, ctx.Err())
 }
 
 // heldElsewhere is letPass for a head whose backoff ran out, checked with
@@ -400,9 +455,9 @@ func (c *Client) sleep(ctx context.Context, released, handed <-chan struct{}, d 
 	case <-handed:
 		return 0, false, errHanded
 	case <-ctx.Done():
-		return 0, false, errors.Join(ErrNotAcquired, ctx.Err())
+		return 0, false, join(ErrNotAcquired, ctx.Err())
 	case <-c.closing:
-		return 0, false, errors.Join(ErrNotAcquired, errClosed)
+		return 0, false, join(ErrNotAcquired, errClosed)
 	}
 }
 
@@ -485,9 +540,9 @@ func (c *Client) stagger(ctx context.Context, q *keyQueue, handed <-chan struct{
 		case <-handed:
 			return false, errHanded
 		case <-ctx.Done():
-			return false, errors.Join(ErrNotAcquired, ctx.Err())
+			return false, join(ErrNotAcquired, ctx.Err())
 		case <-c.closing:
-			return false, errors.Join(ErrNotAcquired, errClosed)
+			return false, join(ErrNotAcquired, errClosed)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -487,7 +486,7 @@ func (a *attempt) released() []bool {
 // when not nil, is set to the attempt once it is.
 func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, from *attempt, started **attempt) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, failure{}, errors.Join(ErrNotAcquired, err)
+		return nil, failure{}, join(ErrNotAcquired, err)
 	}
 	// The attempt counts as in flight until its releases or heals are
 	// queued: Close waits for it before it stops the batchers, or a grant
@@ -497,7 +496,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	defer c.inflight.done()
 	select {
 	case <-c.closing:
-		return nil, failure{}, errors.Join(ErrNotAcquired, errClosed)
+		return nil, failure{}, join(ErrNotAcquired, errClosed)
 	default:
 	}
 	wall := time.Now() // network waits are real time
@@ -538,7 +537,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 			}
 			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
 				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
-				return a.failed(t, errors.Join(append([]error{ErrNotAcquired}, t.errs()...)...))
+				return a.failed(t, join(append([]error{ErrNotAcquired}, t.errs()...)...))
 			}
 			// The contenders step back now; ask again once their releases
 			// had about a round trip to land.
@@ -565,21 +564,21 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 			t.asked(reasked)
 			a.ask(reasked)
 		case <-ctx.Done():
-			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, ctx.Err()))
+			return nil, failure{}, a.abandon(join(append([]error{ErrNotAcquired, ctx.Err()}, t.errs()...)...))
 		case <-c.closing:
 			// Close waits for the releases this owes: give up now rather
 			// than make it wait for the answers, re-asks and step backs.
-			return nil, failure{}, a.abandon(errors.Join(ErrNotAcquired, errClosed))
+			return nil, failure{}, a.abandon(join(ErrNotAcquired, errClosed))
 		}
 	}
 	token, ok := a.fence(t.grants())
 	if !ok {
-		return a.failed(t, errors.Join(ErrNotAcquired, errNoFenceQuorum))
+		return a.failed(t, join(ErrNotAcquired, errNoFenceQuorum))
 	}
 	until := a.start.Add(ttl - c.driftOf(ttl))
 	now := c.cfg.clock.Now()
 	if !now.Before(until) {
-		return a.failed(t, errors.Join(ErrNotAcquired, errNoValidity))
+		return a.failed(t, join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
 	for _, r := range a.decide(acquired, token) {

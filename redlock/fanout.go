@@ -9,7 +9,8 @@ import (
 
 // fanout runs script on each of the given nodes, each call under timeout,
 // and returns as soon as need of them answered 1 or that became impossible,
-// or ctx ended; refused counts the nodes that answered 0. Calls still on the
+// or ctx ended (ctxErr, unless the answers already in decide it); refused
+// counts the nodes that answered 0. Calls still on the
 // wire then finish in the background (tracked by Close); they are never
 // cancelled with ctx, so an Unlock reaches the nodes even if its caller gave
 // up.
@@ -23,22 +24,34 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 // count collects a fan-out's votes from n nodes (see fanout).
 func (c *Client) count(ctx context.Context, votes voteSink, n, need int) (oks, refused int, errs []error, ctxErr error) {
 	fails := 0
+	tally := func(v vote) {
+		switch {
+		case v.ok:
+			oks++
+		case v.err != nil:
+			errs = append(errs, c.nodeErr(v.node, v.err))
+			fails++
+		default:
+			fails++
+		}
+	}
+	decided := func() bool { return oks >= need || fails > n-need }
 	for range n {
-		if oks >= need || fails > n-need {
+		if decided() {
 			return oks, fails - len(errs), errs, nil
 		}
 		select {
 		case v := <-votes:
-			switch {
-			case v.ok:
-				oks++
-			case v.err != nil:
-				errs = append(errs, c.nodeErr(v.node, v.err))
-				fails++
-			default:
-				fails++
-			}
+			tally(v)
 		case <-ctx.Done():
+			// What the nodes said already counts: the outcome may be
+			// known without waiting.
+			for len(votes) > 0 && !decided() {
+				tally(<-votes)
+			}
+			if decided() {
+				return oks, fails - len(errs), errs, nil
+			}
 			return oks, fails - len(errs), errs, ctx.Err()
 		}
 	}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -143,7 +142,8 @@ func (l *Lock) end(lost bool) {
 // ErrLockLost and Done closes; so it does, without a call, once the Client's
 // Close began.
 //
-// If ctx ends before the outcome is known, Extend returns ctx.Err(). The
+// If ctx ends before the outcome is known, Extend returns
+// [ErrOutcomeUnknown] joined with ctx.Err(). The
 // calls already sent may land whatever Extend returns, so Until becomes the
 // earlier of its previous value and what the new ttl gives as soon as they
 // go out, and moves later only on success: it is never later than what a
@@ -171,7 +171,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		// Close ends every hold (see Close): no new calls, which Close
 		// would wait for.
 		l.end(true)
-		return errors.Join(ErrLockLost, errClosed)
+		return join(ErrLockLost, errClosed)
 	default:
 	}
 	start := c.cfg.clock.Now()
@@ -187,11 +187,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
-		return ctxErr
+		return join(ErrOutcomeUnknown, ctxErr)
 	}
 	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
 		l.end(true)
-		return errors.Join(append([]error{ErrLockLost}, errs...)...)
+		return join(append([]error{ErrLockLost}, errs...)...)
 	}
 	l.mu.Lock()
 	if l.ended {
@@ -215,11 +215,13 @@ func (l *Lock) setUntilLocked(until time.Time) {
 // Unlock releases the hold: compare-and-delete on every node that granted
 // it, never a bare DEL, so it cannot remove another holder's key. It returns
 // once a quorum released (nil) or that became impossible: [ErrLockLost] when
-// fewer than a quorum still held it, the nodes' errors (*NodeError) alone
-// when nodes failed that may have held it; the other releases finish in the
-// background. The releases go out even when ctx is already cancelled, after
-// any Extend of this handle still deciding. Done closes. A second Unlock
-// returns [ErrLockLost].
+// fewer than a quorum still held it; [ErrOutcomeUnknown] joined with the
+// nodes' errors (*NodeError) when nodes failed that may have held it, or
+// with ctx.Err() when ctx ended before enough nodes answered. The other
+// releases finish in the background, and a node that failed is sent its
+// release again until it lands or the key has expired. The releases go out
+// even when ctx is already cancelled, after any Extend of this handle still
+// deciding. Done closes. A second Unlock returns [ErrLockLost].
 //
 // When a Lock of this Client waits for the same key, Unlock hands the key
 // on to it: one script per node releases this hold and makes that waiter's
@@ -342,17 +344,18 @@ func (l *Lock) release(ctx context.Context, nodes []int, already func() int, han
 		c.cfg.observer.Released(l.a.key, l.token)
 		return nil
 	case ctxErr != nil:
-		return ctxErr
+		return join(ErrOutcomeUnknown, ctxErr)
 	case held-refused >= c.quorum && len(errs) > 0:
 		// Nodes that failed may still have held it: not known to be lost,
-		// not known to be released (it expires at its TTL).
-		return errors.Join(errs...)
+		// not known to be released (their releases are retried, see owe;
+		// it expires at its TTL in any case).
+		return join(append([]error{ErrOutcomeUnknown}, errs...)...)
 	}
 	l.mu.Lock()
 	l.lost = true // gone before this Unlock: a loss after all (see Client.Do)
 	l.mu.Unlock()
 	c.cfg.observer.Lost(l.a.key, l.token)
-	return errors.Join(append([]error{ErrLockLost}, errs...)...)
+	return join(append([]error{ErrLockLost}, errs...)...)
 }
 
 // startWatchdog extends the hold at about a third of its TTL until it ends.

@@ -116,3 +116,102 @@ func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
 		})
 	}
 }
+
+// A queued Lock keeps its own retry strategy, whatever the head's: each
+// of its tries is made when its backoff has passed (on the client's clock),
+// and it gives up when the strategy does — here behind a head that sleeps a
+// minute, after the holder's key vanished without an announcement.
+func TestQueuedLockKeepsItsOwnRetryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		held     bool // the holder's key is still there
+		wantLock bool
+	}{
+		{name: "free key: its try takes it", wantLock: true},
+		{name: "held key: it gives up when its budget is spent", held: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 3)
+			fake := clock.NewFake(epoch)
+			c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+			r.holdByHand(t, "k", "holder")
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			head := make(chan error, 1)
+			go func() {
+				l, err := c.Lock(ctx, "k", 10*time.Second)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				head <- err
+			}()
+			if err := fake.BlockUntilContext(ctx, 1); err != nil { // the head sleeps its minute
+				t.Fatal(err)
+			}
+			if !tc.held { // the holder's key vanishes without an announcement (it expired)
+				for _, rc := range r.clients {
+					rc.Del(ctx, "k")
+				}
+			}
+			const tries = 2
+			got := make(chan error, 1)
+			go func() {
+				l, err := c.Lock(ctx, "k", 10*time.Second,
+					redlock.WithLockRetry(redlock.LimitRetry(fixedBackoff(10*time.Millisecond), tries)))
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				got <- err
+			}()
+			// Its first try, then its retries, each when due: the Lock
+			// returns after one of them, or sleeps its next backoff.
+			for range tries + 2 {
+				armed := make(chan error, 1)
+				bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+				go func() { armed <- fake.BlockUntilContext(bctx, 2) }()
+				var err error
+				returned, waited := false, false
+				select {
+				case err = <-got:
+					returned = true
+				case aerr := <-armed:
+					waited = true
+					if aerr != nil {
+						select {
+						case err = <-got:
+							returned = true
+						default:
+							bcancel()
+							t.Fatalf("the queued Lock sleeps no backoff of its own: %v", aerr)
+						}
+					}
+				}
+				bcancel()
+				if !waited {
+					<-armed
+				}
+				if !returned {
+					fake.Advance(10 * time.Millisecond)
+					continue
+				}
+				if tc.wantLock && err != nil {
+					t.Fatalf("queued Lock on a free key: %v", err)
+				}
+				if !tc.wantLock && (!errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil) {
+					t.Fatalf("queued Lock on a held key: %v (ctx %v), want ErrNotAcquired once its budget is spent", err, ctx.Err())
+				}
+				if tc.held {
+					for _, rc := range r.clients {
+						rc.Del(ctx, "k")
+					}
+				}
+				fake.Advance(time.Minute) // the head wakes, and takes the key
+				if err := <-head; err != nil {
+					t.Fatalf("head: %v", err)
+				}
+				return
+			}
+			t.Fatalf("the queued Lock made no try within its budget")
+		})
+	}
+}

@@ -2,6 +2,9 @@
 #   make demo   a chaos run (the hunt profile) on locally started Redis nodes
 #   make test   vet, staticcheck and the race-enabled tests on real Redis nodes (and, when
 #               `docker info` works, on containers too)
+# Each installs what it needs and is missing from Debian's packages first
+# (scripts/deps.sh): the demo redis-server and libfaketime, the tests those
+# and postgresql and chromium.
 # and, slower:
 #   make mutants  the mutation campaign: the hunt profile against each planted bug
 # and, with Docker:
@@ -24,12 +27,17 @@ export FENCEDLOCK_REDIS_IMAGE
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 COMPOSE_NODES := 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 
-.PHONY: demo test deps vet build bench image compose-check mutants
+.PHONY: demo test deps deps-demo vet build bench image compose-check mutants
+
+# What the demo uses (also the mutants, the image and the bench), and what
+# the tests use.
+deps-demo:
+	bash scripts/deps.sh demo
 
 deps:
-	bash scripts/deps.sh
+	bash scripts/deps.sh test
 
-demo: deps
+demo: deps-demo
 	$(GO) run ./cmd/fencedlock chaos --faults hunt --duration 20s --json report.json --html report.html
 
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -55,17 +63,17 @@ test: deps vet
 # copy of the module with the bug, its CLI, and `fencedlock chaos --faults
 # hunt --stop-on-violation` for at most 60 s; prints killed (with the first
 # violation) or survived, and the score. Exit 1 below 90% killed.
-mutants: deps
+mutants: deps-demo
 	$(GO) run ./internal/mutants/cmd/mutants -faults hunt -duration 60s
 
 build:
 	$(GO) build -o bin/fencedlock ./cmd/fencedlock
 
-bench: deps
+bench: deps-demo
 	$(GO) test -run '^$$' -bench . -benchmem ./redlock/
 	cd bench && $(GO) run ./cmd/lockbench
 
-image: deps
+image: deps-demo
 	bash scripts/redis-image.sh $(LOCAL_IMAGE)
 
 # Starts from a clean stack (a run cut short may have left one), waits for the

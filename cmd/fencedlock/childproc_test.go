@@ -29,6 +29,9 @@ import (
 //	read-stdin FILE        write its pid to FILE, then read stdin
 //	count-sigint FILE      write FILE.pid; count SIGINTs into FILE; on SIGTERM write FILE.final and exit
 //	jobshell -- ARGV...    a shell with job control on its terminal (see jobShellMain)
+//	stop-parent DIR [daemon]  start DIR/daemon as daemonize does (if daemon), write its parent's pid
+//	                       (the supervisor's) to DIR/sup, stop the parent with SIGSTOP, write its pid
+//	                       to DIR/cmd, then append to DIR/out every 10ms for 30s
 func helperMain(args []string) int {
 	switch args[0] {
 	case "env":
@@ -74,6 +77,8 @@ func helperMain(args []string) int {
 		return countSIGINT(args[1])
 	case "jobshell":
 		return jobShellMain(args[2:])
+	case "stop-parent":
+		return stopParent(args[1], len(args) > 2 && args[2] == "daemon")
 	}
 	return fail(fmt.Errorf("unknown mode %q", args[0]))
 }
@@ -164,4 +169,38 @@ func readPid(file string) int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "helper:", err)
 	return 1
+}
+
+// stopParent stops the supervisor, as an operator's kill -STOP or a debugger
+// attached to it would, and then writes on, as a command that the lock
+// protects does: each write after the lock ended is one it should not make.
+func stopParent(dir string, daemon bool) int {
+	if daemon {
+		d := exec.Command(os.Args[0], helperArg, "daemonize", filepath.Join(dir, "daemon"))
+		if err := d.Run(); err != nil {
+			return fail(err)
+		}
+	}
+	sup := os.Getppid()
+	if err := writeWhole(filepath.Join(dir, "sup"), strconv.Itoa(sup)); err != nil {
+		return fail(err)
+	}
+	if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
+		return fail(err)
+	}
+	if err := writePid(filepath.Join(dir, "cmd")); err != nil {
+		return fail(err)
+	}
+	out, err := os.OpenFile(filepath.Join(dir, "out"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	defer out.Close()
+	for range 3000 { // the workload: 30s, far past any bound of the tests
+		if _, err := out.WriteString("x"); err != nil {
+			return fail(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0
 }

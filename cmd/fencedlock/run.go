@@ -31,6 +31,13 @@ The tree is all of them, and the lock is released only once it is gone:
     --grace; the exit status is COMMAND's.
   - The lock is lost (extensions fail, validity runs out): the whole tree
     gets SIGTERM and SIGCONT, then SIGKILL after --grace (exit 70).
+  - The supervisor does not confirm a stop that fencedlock asked for (it
+    is gone when the tree is) within --grace and a tenth of --ttl (the
+    time a kill is given), or a kill within that tenth: it is stopped
+    (kill -STOP, a debugger, strace) or hung. fencedlock, which holds the
+    lock, then ends the tree itself: SIGKILL to every process below the
+    supervisor and to COMMAND's process group, then SIGCONT and SIGKILL to
+    the supervisor (exit 70 if the lock was lost, else 1).
   - fencedlock dies, even by kill -9: the supervisor kills the tree with
     SIGKILL at once. If fencedlock is stopped or frozen instead, the
     supervisor kills the tree a tenth of --ttl before the lock's validity,
@@ -47,11 +54,15 @@ What escapes: processes started outside the tree on COMMAND's behalf (by a
 service manager such as systemd-run, by cron or at, by a container runtime,
 by ssh on another host, by any server COMMAND asks); the tree below COMMAND
 if the supervisor itself is killed (COMMAND dies with it and, unless
---foreground, so does its process group; the rest runs on); on systems other
-than Linux, every process that leaves COMMAND's process group. A process deeper in the tree that stops
-while its parent lives (a pipeline stage reading the terminal) is reported
-to that parent, not to fencedlock: the tree then holds the lock until it
-ends.
+--foreground, so does its process group; the rest runs on); when fencedlock
+ends the tree itself, a process that left COMMAND's process group and was
+forked after fencedlock read the tree from /proc; on systems other than
+Linux, every process that leaves COMMAND's process group. Nothing ends the
+tree while fencedlock and the supervisor are both stopped, or while the
+supervisor is stopped after fencedlock died: then only the fencing token
+protects the store. A process deeper in the tree that stops while its
+parent lives (a pipeline stage reading the terminal) is reported to that
+parent, not to fencedlock: the tree then holds the lock until it ends.
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to fencedlock are passed on to
 COMMAND's process group. COMMAND runs in a group of its own unless
@@ -64,7 +75,9 @@ continues it before fencedlock can check the lock.
 
 const runFooter = `Exit status:
   COMMAND's status  the lock was held until COMMAND ended (killed by signal n: 128+n)
-  1                 the supervisor process died (what COMMAND started may run on)
+  1                 the supervisor process died, or did not confirm a stop in time
+                    and fencedlock killed it with the lock still valid (what
+                    COMMAND started may run on)
   2                 bad usage
   69                too few nodes answered to acquire the lock (the message names them)
   70                the lock was lost while COMMAND ran, which was then stopped

@@ -42,6 +42,12 @@ type runner struct {
 	lost    bool           // the lock was lost while the tree ran
 	stopSig int            // a signal that stopped COMMAND, which fencedlock did not send
 	cont    chan os.Signal // SIGCONT: fencedlock was continued
+
+	// The end of the tree fencedlock asked the supervisor for (enforce.go).
+	endTimer  *time.Timer   // fires at endDue; nil until an end is asked for
+	endDue    time.Time     // when the supervisor is to be gone
+	endWithin time.Duration // how long it was given, for the message
+	enforced  bool          // it was not gone in time: fencedlock killed it and the tree
 }
 
 // run starts the command, stops its tree if the lock is lost or ctx ends,
@@ -68,6 +74,11 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	}
 	r.sup, r.cmdPid = sup, sup.pid
 	defer sup.wait()
+	defer func() {
+		if r.endTimer != nil {
+			r.endTimer.Stop()
+		}
+	}()
 
 	var (
 		lost       = l.Done() // nil once seen closed
@@ -112,10 +123,12 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 			}
 			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) lost while the command ran%s; stopping it: SIGTERM, SIGKILL after %v\n",
 				l.Key(), l.Token(), why, r.grace)
-			sup.send("stop %d", r.grace)
+			r.stop()
 		case <-done:
 			done = nil
-			sup.send("stop %d", r.grace)
+			r.stop()
+		case <-r.overdue():
+			r.enforce()
 		case <-r.extended:
 			sup.send("deadline %d", r.deadlineOf())
 		}
@@ -133,7 +146,7 @@ func (r *runner) event(e supEvent, suspending bool) {
 	case "exited":
 		r.ended = true
 		r.status = exitStatus(syscall.WaitStatus(e.a))
-		r.sup.send("stop %d", r.grace) // what COMMAND left behind, if anything
+		r.stop() // what COMMAND left behind, if anything
 	case "leftovers":
 		if e.a > 0 {
 			fmt.Fprintf(r.stderr, "fencedlock: the command ended but left %d processes running; stopping them: SIGTERM, SIGKILL after %v\n",
@@ -151,7 +164,7 @@ func (r *runner) event(e supEvent, suspending bool) {
 		}
 		fmt.Fprintf(r.stderr, "fencedlock: command process %d stopped by %s%s; a stopped command must not hold lock %q: stopping it: SIGTERM, SIGKILL after %v\n",
 			e.a, signame(sig), hint, l.Key(), r.grace)
-		r.sup.send("stop %d", r.grace)
+		r.stop()
 	case "killed":
 		if e.arg == "deadline" {
 			r.lost = true
@@ -177,7 +190,7 @@ func (r *runner) stopSelf() {
 	select {
 	case <-l.Done():
 	default:
-		if time.Until(l.Until()) > r.ttl/10 { // see deadlineOf
+		if time.Until(l.Until()) > killAllowance(r.ttl) { // see deadlineOf
 			r.sup.send("deadline %d", r.deadlineOf())
 			r.sup.send("resume")
 			return
@@ -187,14 +200,21 @@ func (r *runner) stopSelf() {
 		r.lost = true
 		fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) expired while stopped: killing the command (SIGKILL)\n", l.Key(), l.Token())
 	}
-	r.sup.send("kill")
+	r.kill()
 }
 
 // finish releases the lock once the supervisor is gone, and returns the
 // exit status.
 func (r *runner) finish() int {
 	l := r.lock
-	if !r.sup.empty {
+	switch {
+	case r.sup.empty: // it saw the tree end
+	case r.enforced: // fencedlock killed it and the tree (enforce)
+		if !r.lost {
+			unlock(l, r.stderr)
+			return exitFailure
+		}
+	default:
 		fmt.Fprintf(r.stderr, "fencedlock: the supervisor process died: what the command started may still run\n")
 		if !r.foreground && r.cmdPid > 0 {
 			_ = syscall.Kill(-r.cmdPid, syscall.SIGKILL)
@@ -258,11 +278,11 @@ func describeStatus(status int, ended bool) string {
 }
 
 // deadlineOf is when the supervisor kills the tree unless fencedlock has
-// extended the lock by then: a tenth of the TTL before its validity ends (a
-// head start for the kill), on the boot clock, which the supervisor shares.
+// extended the lock by then: a kill's allowance (a tenth of the TTL) before
+// its validity ends, on the boot clock, which the supervisor shares.
 // The lock is extended at about a third of the TTL.
 func (r *runner) deadlineOf() int64 {
-	return int64(bootNow() + time.Until(r.lock.Until()) - r.ttl/10)
+	return int64(bootNow() + time.Until(r.lock.Until()) - killAllowance(r.ttl))
 }
 
 func startFailure(err error) int {

@@ -23,7 +23,9 @@ import (
 // (fd 3), one line per message, and on its own it kills the whole tree with
 // SIGKILL when the socket closes (fencedlock died, even by SIGKILL) or when
 // the lock's validity, as fencedlock last reported it, runs out (fencedlock
-// frozen or stopped). It exits once the tree is empty.
+// frozen or stopped). It exits once the tree is empty. fencedlock holds it
+// to a stop or kill it asked for: a supervisor not gone in time is killed,
+// and fencedlock kills the tree itself (enforce.go).
 //
 // fencedlock → supervisor:
 //

@@ -81,6 +81,8 @@ func TestRunHelpSaysWhatIsStopped(t *testing.T) {
 		"child subreaper", "double-forks or calls setsid", "the whole tree gets SIGTERM and SIGCONT, then SIGKILL after --grace",
 		"fencedlock dies, even by kill -9", "Ctrl-Z", "SIGTTIN", "What escapes:", "if the supervisor itself is killed",
 		"every process that leaves COMMAND's process group", "is not passed on a second time",
+		"it is stopped (kill -STOP, a debugger, strace) or hung", "fencedlock, which holds the lock, then ends the tree itself",
+		"while fencedlock and the supervisor are both stopped", "only the fencing token protects the store",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("run --help lacks %q", want)

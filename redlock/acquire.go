@@ -184,7 +184,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				// Wake when the holder's key expires, spread over a couple
 				// of milliseconds: waiters in other processes got the same
 				// hint, and arriving together splits the nodes' votes.
-				d = hint + rand.N(2*time.Millisecond)
+				d = addSat(hint, rand.N(2*time.Millisecond))
 			}
 			offer = c.waiters.offer(q, ttl, lc)
 			for {
@@ -451,7 +451,8 @@ func (c *Client) sleep(ctx context.Context, released, handed <-chan struct{}, d 
 	case <-t.C():
 		return 0, false, nil
 	case <-released:
-		return d - c.cfg.clock.Since(start), true, nil
+		// A clock set back meanwhile took no time from the sleep.
+		return d - max(c.cfg.clock.Since(start), 0), true, nil
 	case <-handed:
 		return 0, false, errHanded
 	case <-ctx.Done():

@@ -172,7 +172,7 @@ func (a *attempt) parse(i int, v any, err error) reply {
 		r.granted = true
 		r.counter, err = asCounter(res[1])
 	case len(res) == 4 && asInt(res[0]) == 0:
-		r.holderTTL = time.Duration(asInt(res[1])) * time.Millisecond
+		r.holderTTL = msSat(asInt(res[1]))
 		r.holder, _ = res[3].(string)
 		r.counter, err = asCounter(res[2])
 	default:

@@ -66,6 +66,8 @@ type node struct {
 // Addr, a Cluster's seeds, a Ring's shards), but it cannot tell two names
 // for one server apart, nor two failover clients for one Sentinel master
 // name (go-redis does not expose it), which count as distinct nodes.
+// Option values out of their documented range (a drift factor outside
+// [0, 1), a negative node timeout) are [ErrInvalidArgument] too.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -76,6 +78,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	c := &Client{
 		cfg:     cfg,

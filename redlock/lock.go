@@ -378,7 +378,7 @@ func (l *Lock) startWatchdog() {
 				l.end(true)
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*c.nodeTimeout(ttl))
+			ctx, cancel := context.WithTimeout(context.Background(), mulSat(c.nodeTimeout(ttl), 2))
 			err := l.Extend(ctx, ttl)
 			cancel()
 			if err != nil {

@@ -40,22 +40,28 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// WithDriftFactor sets the share of the TTL subtracted from validity for
-// clock drift between client and nodes. Default 0.01 (plus 2ms).
+// WithDriftFactor sets the share of the TTL that validity gives up for
+// clock drift between client and nodes: the allowance is ttl·f + 2ms.
+// Default 0.01. f must be in [0, 1), 0 meaning the default: New returns
+// [ErrInvalidArgument] for NaN, infinities, negative factors and factors of
+// 1 or more (which leave no validity for any TTL). A factor close to 1
+// leaves validity only to long TTLs: TryLock refuses a ttl that it leaves
+// none.
 func WithDriftFactor(f float64) Option {
 	return func(cfg *config) {
-		if f > 0 {
+		if f != 0 {
 			cfg.drift = f
 		}
 	}
 }
 
-// WithNodeTimeout bounds each call to one node. Default: a twentieth of the
-// TTL of the call, between 5ms and 500ms, so a dead node costs a small
-// fraction of the TTL and never the whole of it.
+// WithNodeTimeout bounds each call to one node. Default (0): a twentieth of
+// the TTL of the call, between 5ms and 500ms, so a dead node costs a small
+// fraction of the TTL and never the whole of it. Any d > 0 is used as
+// given, for every TTL; a negative d makes New return [ErrInvalidArgument].
 func WithNodeTimeout(d time.Duration) Option {
 	return func(cfg *config) {
-		if d > 0 {
+		if d != 0 {
 			cfg.nodeTimeout = d
 		}
 	}
@@ -128,9 +134,29 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/20, minNodeTimeout), maxNodeTimeout)
 }
 
+// driftFloor is the part of the drift allowance that does not scale with
+// the ttl: Redis counts expiry in whole milliseconds, and the ttl sent to
+// the nodes is truncated to them (the Redlock reference adds the same 2ms).
+const driftFloor = 2 * time.Millisecond
+
 // driftOf is the part of the ttl that validity gives up for clock drift.
+// For ttl in [0, MaxInt64] and a factor in [0, 1) (see check), the product
+// stays below 2^63 (float64(MaxInt64) is 2^63, times at most 1-2^-53), so
+// it converts exactly; adding the floor saturates.
 func (c *Client) driftOf(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.cfg.drift) + 2*time.Millisecond
+	return addSat(time.Duration(float64(ttl)*c.cfg.drift), driftFloor)
+}
+
+// check rejects option values out of their documented range (see
+// WithDriftFactor, WithNodeTimeout), before any I/O.
+func (cfg *config) check() error {
+	switch {
+	case !(cfg.drift >= 0 && cfg.drift < 1): // NaN and ±Inf included
+		return invalid("drift factor %v is outside [0, 1)", cfg.drift)
+	case cfg.nodeTimeout < 0:
+		return invalid("node timeout %v is negative", cfg.nodeTimeout)
+	}
+	return nil
 }
 
 // checkOptions rejects nil Options.

@@ -45,7 +45,7 @@ func (c *Client) owedRelease(i int, lockKey []string, ttl, timeout time.Duration
 		keys:    lockKey,
 		args:    args,
 		timeout: timeout,
-		until:   c.cfg.clock.Now().Add(sat(ttl, c.driftOf(ttl))),
+		until:   c.cfg.clock.Now().Add(addSat(ttl, c.driftOf(ttl))),
 	}
 }
 
@@ -92,7 +92,7 @@ const maxOwedDoublings = 3
 // backoff doubles from the node timeout, the bound a call is given: a node
 // that answers at all answers between two tries.
 func (r *owedRelease) backoff() time.Duration {
-	return shl(r.timeout, min(r.tries-1, maxOwedDoublings))
+	return mulSat(r.timeout, 1<<min(r.tries-1, maxOwedDoublings))
 }
 
 // owing is the sink of Unlock's release fan-out: votes counts the answers,
@@ -116,21 +116,3 @@ func (o owing) answer(i int, v any, err error) {
 }
 
 func (o owing) late(i int, v any) { o.votes.late(i, v) }
-
-// sat is a+b, saturated at the largest Duration (both ≥ 0).
-func sat(a, b time.Duration) time.Duration {
-	if a > maxDuration-b {
-		return maxDuration
-	}
-	return a + b
-}
-
-// shl is d·2^n, saturated at the largest Duration (d ≥ 0, n ≥ 0).
-func shl(d time.Duration, n int) time.Duration {
-	if n >= 63 || d > maxDuration>>n {
-		return maxDuration
-	}
-	return d << n
-}
-
-const maxDuration = time.Duration(1<<63 - 1)

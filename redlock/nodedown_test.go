@@ -22,7 +22,7 @@ import (
 // transitions is a slog.Handler that counts the node down / node up
 // records per node and lets a test wait for one.
 type transitions struct {
-	mu      sync.Mutex // protects counts, changed
+	mu      sync.Mutex     // protects counts, changed
 	counts  map[string]int // "down 2", "up 2"
 	changed chan struct{}  // closed and replaced on every record counted
 }
@@ -32,8 +32,8 @@ func newTransitions() *transitions {
 }
 
 func (*transitions) Enabled(context.Context, slog.Level) bool { return true }
-func (h *transitions) WithAttrs([]slog.Attr) slog.Handler    { return h }
-func (h *transitions) WithGroup(string) slog.Handler         { return h }
+func (h *transitions) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h *transitions) WithGroup(string) slog.Handler          { return h }
 func (h *transitions) Handle(_ context.Context, r slog.Record) error {
 	var kind string
 	switch {

@@ -135,7 +135,7 @@ func TestMultiClientKillsAndRestores(t *testing.T) {
 	for _, p := range procs {
 		e.addrs = append(e.addrs, p.Addr())
 	}
-	rs, err := e.runMultiClient(t.Context())
+	rs, err := e.runMultiClient(t.Context(), scMultiClient)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,11 +134,11 @@ func (c *Client) failed(i int, err error, timeout time.Duration) {
 	if !mark {
 		return
 	}
-	c.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node down: its calls fail at once until a probe reaches it",
-		slog.Int("node", i), slog.String("addr", c.nodes[i].addr), slog.Any("err", cause))
 	if start {
 		go c.probe(i)
 	}
+	c.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node down: its calls fail at once until a probe reaches it",
+		slog.Int("node", i), slog.String("addr", c.nodes[i].addr), slog.Any("err", cause))
 }
 
 // reserveDown counts one more node down, if that leaves a quorum of nodes

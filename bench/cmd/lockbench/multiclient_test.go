@@ -96,7 +96,7 @@ func TestMultiClientRun(t *testing.T) {
 	}
 	n := 0
 	for _, r := range rep.Ratios {
-		if !strings.HasPrefix(r.Name, scMultiClient) {
+		if !strings.HasPrefix(r.Name, scMultiClient) || strings.HasPrefix(r.Name, scMultiClientDefaults) { // not run here
 			continue
 		}
 		n++

@@ -59,9 +59,13 @@ func (b *batcher) queue(o *op) chan *op {
 	return b.queues[h%workersPerNode]
 }
 
-// do queues o; a full queue or a stopped batcher completes it at once (a
-// release on a stopped batcher goes on a goroutine of its own, at most
-// workersPerNode at once).
+// do queues o; a node marked down (see health.go), a full queue or a
+// stopped batcher completes it at once (a release on a stopped batcher
+// goes on a goroutine of its own, at most workersPerNode at once). A node
+// marked down fails every call but a release with an error that names its
+// cause: a release is owed (see mustReach), and one not sent would leave
+// its grant for the whole TTL if the node is only slow, so it still goes;
+// nobody waits for it but a worker (Unlock decides at a quorum).
 func (b *batcher) do(o *op) {
 	b.start.Do(func() {
 		b.c.checkNode(b.node) // first use of the node: can it evict our keys?
@@ -69,6 +73,10 @@ func (b *batcher) do(o *op) {
 			b.workers.Go(func() { b.work(b.queues[w]) })
 		}
 	})
+	if !o.mustReach() && b.c.isDown(b.node) {
+		o.g.complete(o, nil, b.c.downErr(b.node))
+		return
+	}
 	// complete may queue further calls: never run it under mu.
 	b.mu.RLock()
 	if b.stopped {
@@ -169,11 +177,21 @@ func (b *batcher) execSafely(batch []*op) {
 // in the batch, so that a short-deadline call cannot cut short a call that
 // still has time (a ctx deadline is all go-redis honours); with a release
 // in it, under at least that release's node timeout from now (mustReach).
+//
+// Every outcome from go-redis is noted for the node's health (see
+// health.go), before the call completes: a late reply lifts a mark before
+// its step back is queued. Calls queued before their node was marked down
+// fail at once, not sent, as new ones do, releases but (see do).
 func (b *batcher) exec(batch []*op) {
 	live := batch[:0]
+	down := b.c.isDown(b.node)
 	for _, o := range batch {
 		if o.completed.Load() && !o.mustReach() {
 			continue // timed out in the queue, never sent: nothing to undo
+		}
+		if down && !o.completed.Load() && !o.mustReach() {
+			o.g.complete(o, nil, b.c.downErr(b.node))
+			continue
 		}
 		live = append(live, o)
 	}
@@ -186,6 +204,7 @@ func (b *batcher) exec(batch []*op) {
 	if len(live) == 1 {
 		o := live[0]
 		v, err := o.script.Run(ctx, rdb, o.keys, o.args...).Result()
+		b.c.observe(b.node, err, o.g.timeout)
 		o.g.complete(o, v, err)
 		return
 	}
@@ -206,6 +225,7 @@ func (b *batcher) exec(batch []*op) {
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = o.script.Run(ctx, rdb, o.keys, o.args...).Result() // loads it for the next time
 		}
+		b.c.observe(b.node, err, o.g.timeout)
 		o.g.complete(o, v, err)
 	}
 }

@@ -37,6 +37,11 @@ type Client struct {
 	sched   *scheduler   // owed releases' retries
 	id      [4]byte      // random: the end of every hold value (holdValue)
 	rtt     atomic.Int64 // ns: a moving average of how long a quorum of answers takes
+
+	health   []health           // per node: marked down or not, and why (health.go)
+	downs    atomic.Int32       // nodes marked down: at most N − quorum
+	bgCtx    context.Context    // cancelled by Close: ends the node probes
+	bgCancel context.CancelFunc // cancels bgCtx
 }
 
 // noteRTT adds d, the time an attempt waited for a quorum of answers, to
@@ -87,7 +92,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		nodes:   make([]node, len(nodes)),
 		quorum:  len(nodes)/2 + 1,
 		closing: make(chan struct{}),
+		health:  make([]health, len(nodes)),
 	}
+	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	seen := make(map[any]int, len(nodes)) // identity → node (see nodeIdentity)
 	for i, n := range nodes {
 		if n == nil || (reflect.ValueOf(n).Kind() == reflect.Pointer && reflect.ValueOf(n).IsNil()) {
@@ -107,6 +114,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			seen[id] = i
 		}
 		c.nodes[i] = node{index: i, addr: addr, rdb: n, checked: new(sync.Once)}
+		_, c.health[i].single = n.(*redis.Client)
 		if rc, ok := n.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled {
 			cfg.logger.Warn("redlock: node client without ContextTimeoutEnabled: a frozen node holds its connections until ReadTimeout",
 				"node", i, "addr", addr)
@@ -130,7 +138,7 @@ func (c *Client) Quorum() int { return c.quorum }
 func (c *Client) Nodes() int { return len(c.nodes) }
 
 // Close stops the client's background work: watchdogs, pub/sub listeners,
-// and, after the attempts in flight released what they must, the releases
+// the probes of nodes marked down, and, after the attempts in flight released what they must, the releases
 // still on the wire (each bounded by its node timeout). Locks
 // held stay held until their TTL runs out; their Done channels close, and
 // an Extend of one returns [ErrLockLost]. It does not close the redis
@@ -157,6 +165,9 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)
+		if c.bgCancel != nil { // nil in a Client not made by New (internal tests)
+			c.bgCancel() // the node probes end
+		}
 		bound := make(chan struct{})
 		deadline := time.Now().Add(c.closeTimeout())
 		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })

@@ -34,7 +34,11 @@ var (
 
 // NodeError is the failure of one node: refused connection, timeout,
 // NOSCRIPT, READONLY, LOADING and the like. Node is the index in the slice
-// given to New.
+// given to New. A call that got no reply by its node timeout, or that was
+// not sent since the node is marked down, also carries the last transport
+// error seen for that node since it last answered (a refused dial that
+// go-redis was still retrying), in its message and in its chain for
+// errors.Is and errors.As.
 type NodeError struct {
 	Node int
 	Addr string

@@ -83,9 +83,18 @@ func (g *group) arm() {
 }
 
 // expire completes every open call as a timeout, at the deadline.
+// A call that got no reply by then is a transport failure of its node
+// (see health.go); its error names the node's last real cause, if one was
+// seen.
 func (g *group) expire() {
 	for k := range g.ops {
-		g.finish(&g.ops[k], nil, errNodeTimeout, true)
+		o := &g.ops[k]
+		if o.completed.Load() {
+			continue
+		}
+		if g.finish(o, nil, g.c.timeoutErr(o.node), true) {
+			g.c.failed(o.node, errNodeTimeout, g.timeout)
+		}
 	}
 	g.cancel()
 }
@@ -93,15 +102,16 @@ func (g *group) expire() {
 // complete completes o with its reply.
 func (g *group) complete(o *op, v any, err error) { g.finish(o, v, err, false) }
 
-// finish completes o once; a second completion hands a reply to late. The
-// context is not cancelled early: a call to a frozen node may still be
-// reading under it, and its late reply must come through.
-func (g *group) finish(o *op, v any, err error, expiring bool) {
+// finish completes o once, and reports whether this did; a second
+// completion hands a reply to late. The context is not cancelled early: a
+// call to a frozen node may still be reading under it, and its late reply
+// must come through.
+func (g *group) finish(o *op, v any, err error, expiring bool) bool {
 	if !o.completed.CompareAndSwap(false, true) {
 		if err == nil {
 			g.sink.late(o.node, v)
 		}
-		return
+		return false
 	}
 	g.sink.answer(o.node, v, err)
 	g.c.inflight.done()
@@ -112,6 +122,7 @@ func (g *group) finish(o *op, v any, err error, expiring bool) {
 		// may be on the wire under it.
 		g.stop()
 	}
+	return true
 }
 
 // resultSink delivers one call's answer on a channel.

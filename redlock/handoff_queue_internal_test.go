@@ -113,6 +113,9 @@ func TestHandOffWhoseTransferTimedOutInTheQueueReleasesTheOldHold(t *testing.T) 
 		t.Fatal(err)
 	}
 	resumed = true
+	// Node 2 was marked down by its timeouts: calls fail at once (releases
+	// but) until its first reply after the resume lifts the mark.
+	poll("node 2 answering again", 200*nt, func() bool { return !c.isDown(2) })
 	// A probe on the same queue: once it answers, everything queued before
 	// it on node 2 went (or was dropped).
 	if _, err := c.call(2, extendScript, 200*nt, []string{key}, "probe", 1000); err != nil {

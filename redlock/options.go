@@ -78,7 +78,8 @@ func WithRetry(s RetryStrategy) Option {
 }
 
 // WithLogger sets the logger for node errors and lost locks (at Debug and
-// Warn). Default: discard.
+// Warn), and for a node marked down (Warn) and up again (Info), each logged
+// once per transition. Default: discard.
 func WithLogger(l *slog.Logger) Option {
 	return func(cfg *config) {
 		if l != nil {

@@ -84,8 +84,8 @@ func TestShortRun(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Ratios) != 11 {
-		t.Errorf("%d ratios, want 11", len(rep.Ratios))
+	if len(rep.Ratios) != 13 { // 2 of them multiclient-defaults'
+		t.Errorf("%d ratios, want 13", len(rep.Ratios))
 	}
 	for _, r := range rep.Ratios {
 		switch {

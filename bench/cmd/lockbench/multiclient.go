@@ -20,24 +20,33 @@ import (
 // drop, new ones are refused) for the whole phase. The node is started
 // again afterwards, empty (the nodes keep no data), so that nothing after
 // this scenario finds one missing.
+//
+// multiclient gives both libraries --node-timeout; multiclient-defaults
+// (phases multiclient-defaults and multiclient-defaults-down) is the same
+// with each library's default node timeout, as a user who sets none runs
+// it (TTL/20 for both).
 
-// runMultiClient measures both phases; without nodes of its own (--nodes)
-// only the first.
-func (e *env) runMultiClient(ctx context.Context) (_ []*Result, err error) {
-	cs, err := e.newContestants(scMultiClient)
+// runMultiClient measures both phases of sc (scMultiClient or
+// scMultiClientDefaults); without nodes of its own (--nodes) only the first.
+func (e *env) runMultiClient(ctx context.Context, sc string) (_ []*Result, err error) {
+	downPhase := scMultiClientDown
+	if sc == scMultiClientDefaults {
+		downPhase = scMultiClientDefaultsDown
+	}
+	cs, err := e.newContestants(sc)
 	defer func() { err = errors.Join(err, closeAll(cs)) }()
 	if err != nil {
 		return nil, err
 	}
-	if err := e.warmUp(ctx, cs, scMultiClient); err != nil {
+	if err := e.warmUp(ctx, cs, sc); err != nil {
 		return nil, err
 	}
 	if err := e.playRounds(ctx, scMultiClient, cs, 0); err != nil {
 		return nil, err
 	}
-	out := results(scMultiClient, cs)
+	out := results(sc, cs)
 	if e.procs == nil {
-		e.log("skipping %s: it kills a node, which needs nodes started by lockbench (not --nodes)", scMultiClientDown)
+		e.log("skipping %s: it kills a node, which needs nodes started by lockbench (not --nodes)", downPhase)
 		return out, nil
 	}
 
@@ -54,13 +63,13 @@ func (e *env) runMultiClient(ctx context.Context) (_ []*Result, err error) {
 			err = errors.Join(err, down.StartStopped(ctx))
 		}
 	}()
-	if err := e.warmUp(ctx, cs, scMultiClientDown); err != nil {
+	if err := e.warmUp(ctx, cs, downPhase); err != nil {
 		return out, err
 	}
 	if err := e.playRounds(ctx, scMultiClient, cs, 0); err != nil {
 		return out, err
 	}
-	for _, r := range results(scMultiClientDown, cs) {
+	for _, r := range results(downPhase, cs) {
 		r.NodesDown = 1
 		out = append(out, r)
 	}

@@ -96,7 +96,7 @@ func TestMultiClientRun(t *testing.T) {
 	}
 	n := 0
 	for _, r := range rep.Ratios {
-		if !strings.HasPrefix(r.Name, scMultiClient) {
+		if !strings.HasPrefix(r.Name, scMultiClient) || strings.HasPrefix(r.Name, scMultiClientDefaults) { // not run here
 			continue
 		}
 		n++
@@ -135,7 +135,7 @@ func TestMultiClientKillsAndRestores(t *testing.T) {
 	for _, p := range procs {
 		e.addrs = append(e.addrs, p.Addr())
 	}
-	rs, err := e.runMultiClient(t.Context())
+	rs, err := e.runMultiClient(t.Context(), scMultiClient)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,6 +120,11 @@ func (rep *Report) computeRatios() {
 		"healthy = multiclient: same clients, same settings, all nodes up")
 	add("multiclient-down wait p99: fencedlock / redsync", side{scMultiClientDown, fl, p99}, side{scMultiClientDown, rs, p99}, true, 0.25,
 		rep.waitNote(scMultiClientDown))
+	add("multiclient-defaults-down acq/s: fencedlock / its healthy", side{scMultiClientDefaultsDown, fl, rate},
+		side{scMultiClientDefaults, fl, rate}, false, 0.5,
+		"each library's default node timeout (TTL/20); healthy = multiclient-defaults: same clients, all nodes up")
+	add("multiclient-defaults-down acq/s: fencedlock / redsync", side{scMultiClientDefaultsDown, fl, rate},
+		side{scMultiClientDefaultsDown, rs, rate}, false, 1, rep.waitNote(scMultiClientDefaultsDown))
 }
 
 // waitNote compares fencedlock's and redsync's longest waits in sc, and the
@@ -145,6 +150,7 @@ func (rep *Report) printTable(w io.Writer) {
 	tw.Flush()
 	rep.printFairness(w, scOneKey, scOneKey)
 	rep.printFairness(w, scMultiClient, scMultiClient, scMultiClientDown)
+	rep.printFairness(w, scMultiClientDefaults, scMultiClientDefaults, scMultiClientDefaultsDown)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tstatus\tnote")

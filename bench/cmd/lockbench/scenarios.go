@@ -17,7 +17,8 @@ import (
 // scenario yields two rows per library: paused-base (all nodes up) and
 // paused (one node stopped with SIGSTOP), with the same client settings.
 // The multiclient scenario yields two too: multiclient (all nodes up) and
-// multiclient-down (one node killed), with the same clients.
+// multiclient-down (one node killed), with the same clients; and so does
+// multiclient-defaults, the same with each library's default node timeout.
 const (
 	scSerial          = "serial"
 	scParallel        = "parallel"
@@ -26,16 +27,23 @@ const (
 	scPausedBase      = "paused-base"
 	scMultiClient     = "multiclient"
 	scMultiClientDown = "multiclient-down"
+
+	scMultiClientDefaults     = "multiclient-defaults"
+	scMultiClientDefaultsDown = "multiclient-defaults-down"
 )
 
 func allScenarios() []string {
-	return []string{scSerial, scParallel, scOneKey, scPaused, scMultiClient}
+	return []string{scSerial, scParallel, scOneKey, scPaused, scMultiClient, scMultiClientDefaults}
 }
+
+// multiClientScenario reports whether sc is one of the multiclient
+// scenarios (see multiclient.go), which differ only in their node timeout.
+func multiClientScenario(sc string) bool { return sc == scMultiClient || sc == scMultiClientDefaults }
 
 // contendedScenario reports whether the rows of sc measure waits for one
 // key (blocking Lock), with fairness and a wait distribution.
 func contendedScenario(sc string) bool {
-	return sc == scOneKey || sc == scMultiClient || sc == scMultiClientDown
+	return sc == scOneKey || multiClientScenario(sc) || sc == scMultiClientDown || sc == scMultiClientDefaultsDown
 }
 
 // env is what every scenario runs against.
@@ -47,10 +55,11 @@ type env struct {
 }
 
 // config is what every library gets in scenario sc: each library's own
-// per-node timeout (TTL/20 for both quorum libraries) when all nodes are up;
-// --node-timeout for both in the scenarios that take a node away (paused,
-// multiclient), plus the same deadline on the calls that have none of their
-// own (redsync's Unlock, the raw floor's).
+// per-node timeout (TTL/20 for both quorum libraries) when all nodes are up,
+// and in multiclient-defaults, which takes a node away with the defaults a
+// user runs; --node-timeout for both in the other scenarios that take a
+// node away (paused, multiclient), plus the same deadline on the calls that
+// have none of their own (redsync's Unlock, the raw floor's).
 func (e *env) config(sc string) contender.Config {
 	cfg := contender.Config{TTL: e.opts.ttl, RetryDelay: e.opts.retryDelay}
 	if sc == scPaused || sc == scMultiClient {
@@ -68,7 +77,7 @@ func (e *env) libsFor(sc string) []string {
 		switch {
 		case contendedScenario(sc) && l == contender.Raw: // no waiting strategy: nothing to measure
 			continue
-		case sc == scMultiClient && l == contender.Redislock: // one node: nothing for a node-down phase to say
+		case multiClientScenario(sc) && l == contender.Redislock: // one node: nothing for a node-down phase to say
 			continue
 		case sc == scPaused && l == contender.Redislock: // one node, not the paused one
 			continue
@@ -107,8 +116,8 @@ func (e *env) runScenario(ctx context.Context, sc string) ([]*Result, error) {
 			}
 			out = append(out, rs...)
 		}
-	case scMultiClient:
-		out, err = e.runMultiClient(ctx)
+	case scMultiClient, scMultiClientDefaults:
+		out, err = e.runMultiClient(ctx, sc)
 	default:
 		out, err = e.runRounds(ctx, sc)
 	}
@@ -160,7 +169,7 @@ func (e *env) shape(sc string) (instances, perInstance int, body loop) {
 		return 1, e.opts.goroutines, acquireRelease
 	case scOneKey:
 		return 1, e.opts.waiters, contended(e.opts.hold)
-	case scMultiClient:
+	case scMultiClient, scMultiClientDefaults:
 		return e.opts.clients, e.opts.clientGoroutines, contended(e.opts.hold)
 	}
 	return 1, 1, acquireRelease

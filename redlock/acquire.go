@@ -113,6 +113,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// and it gives up when the strategy does.
 	retries := 0
 	for queued := true; queued; {
+		select {
+		case <-w: // at the head already: no timer of its own
+			queued = false
+			continue
+		default:
+		}
 		var d time.Duration
 		if tried {
 			var ok bool

@@ -262,8 +262,13 @@ func TestCloseStopsTheProbe(t *testing.T) {
 	}
 	splitTry(t, r, c, "first", ttl)
 	logs.await(t, ttl/10, "down 2")
-	if !probeRunning() {
-		t.Errorf("no probe runs for the killed node (logged up %d times)", logs.count("up 2"))
+	// The probe's goroutine is started before the line is logged, but a
+	// goroutine not yet scheduled shows no frame in a stack dump.
+	for deadline := time.Now().Add(ttl / 10); !probeRunning(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe runs for the killed node (logged up %d times)", logs.count("up 2"))
+		}
+		time.Sleep(time.Millisecond) // polling the goroutines, bounded
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -229,7 +230,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 			a.releaseFrom(r.node)
 		}
 	case abandoned:
-		if r.granted || r.err != nil { // an error may hide a grant
+		if r.granted || mayHideGrant(r.err) {
 			a.stepBack(r.node)
 		}
 	case unlocked:
@@ -246,7 +247,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		a.mu.Lock()
 		skipped := a.skipped[r.node]
 		a.mu.Unlock()
-		if r.err != nil || (r.granted && skipped) { // an error may hide a grant, sent in whatever order
+		if mayHideGrant(r.err) || (r.granted && skipped) { // sent in whatever order
 			a.stepBack(r.node)
 		}
 		if r.err != nil {
@@ -327,7 +328,7 @@ func (a *attempt) fail(err error) error {
 					a.stepBack(r.node) // owed, and retried
 				}
 			})
-		case r.err != nil:
+		case mayHideGrant(r.err):
 			a.stepBack(r.node)
 		}
 	}
@@ -390,11 +391,19 @@ func (a *attempt) failed(t *tally, err error) (*Lock, failure, error) {
 // calls still open release themselves when they answer.
 func (a *attempt) abandon(err error) error {
 	for _, r := range a.decide(abandoned, 0) {
-		if r.granted || r.err != nil {
+		if r.granted || mayHideGrant(r.err) {
 			a.stepBack(r.node)
 		}
 	}
 	return err
+}
+
+// mayHideGrant reports whether an acquire call that failed with err may
+// still have made a grant: any failure but one that says the call was
+// never sent (its node marked down, its queue full, the Client closed),
+// which leaves nothing to step back from.
+func mayHideGrant(err error) bool {
+	return err != nil && !errors.Is(err, errNodeDown) && !errors.Is(err, errQueueFull) && !errors.Is(err, errClosed)
 }
 
 // stepBack releases node i's grant in the background, unannounced: only

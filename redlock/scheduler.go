@@ -1,0 +1,230 @@
+package redlock
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+)
+
+// The scheduler is a Client's one watchdog: it ends holds whose validity ran
+// out (for Done) and extends auto-extended ones, for every hold of the
+// Client, with one goroutine and a min-heap of due times on the injected
+// clock — a hold costs an entry, not a goroutine and a timer. The goroutine
+// runs only while some hold is scheduled. Extensions are I/O: they run on at
+// most maxExtensions goroutines at once, the earliest due first, so that a
+// slow round of them delays the next ones instead of piling onto the nodes.
+//
+// Lock order: a Lock's mu before the scheduler's. The scheduler never takes
+// a Lock's mu while it holds its own: it reads only the due times that the
+// holds gave it, and asks each due hold what is due (Lock.due) after
+// letting go.
+
+// maxExtensions bounds the extensions in flight at once: as many as one
+// round of a node's pipelines carries (workersPerNode batches of maxBatch
+// calls), so that the nodes are kept busy. More would only wait in the
+// nodes' queues, where their node timeout runs as well (measured with the
+// bench's manyholds scenario: a quarter of it lost 23% of 50,000 holds, the
+// nodes idle; four times it, the same as this, but with node timeouts).
+const maxExtensions = workersPerNode * maxBatch
+
+// A scheduler is made by New; a zero one (a Client built by hand, in
+// tests) can only be closed.
+type scheduler struct {
+	c    *Client
+	kick chan struct{} // cap 1: the head of holds moved earlier
+
+	mu      sync.Mutex // protects the fields below and every Lock's sched
+	holds   holdHeap   // by due time, earliest first
+	running bool       // the goroutine runs (see run)
+	closed  bool       // Close ended every scheduled hold: none is scheduled again
+	ready   []*Lock    // extensions due, waiting for a free slot (earliest first)
+	workers int        // extensions in flight, ≤ maxExtensions
+}
+
+// schedEntry is a hold's place in the scheduler (guarded by scheduler.mu).
+type schedEntry struct {
+	due time.Time
+	pos int // index in the heap + 1; 0: not in it
+}
+
+// set schedules l at due, or moves it there. It reports false when the
+// Client is closed: nothing is scheduled any more, and the caller ends l.
+// The caller holds l.mu.
+func (s *scheduler) set(l *Lock, due time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	e := &l.sched
+	e.due = due
+	if e.pos == 0 {
+		heap.Push(&s.holds, l)
+	} else {
+		heap.Fix(&s.holds, e.pos-1)
+	}
+	if !s.running {
+		s.running = true
+		s.c.goBackground(s.run)
+	}
+	if e.pos == 1 { // the new head: the goroutine's timer may be set later
+		s.wake()
+	}
+	return true
+}
+
+// remove unschedules l; the caller holds l.mu.
+func (s *scheduler) remove(l *Lock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.sched.pos == 0 {
+		return
+	}
+	heap.Remove(&s.holds, l.sched.pos-1)
+	if len(s.holds) == 0 && s.running { // let the goroutine exit now
+		s.wake()
+	}
+}
+
+// wake has the goroutine look at the heap again; s.mu is held.
+func (s *scheduler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default: // a kick is pending already
+	}
+}
+
+// run is the scheduler's goroutine: it hands each hold that is due to
+// Lock.due, and sleeps on the clock until the next one is. It exits when
+// no hold is scheduled (set starts it again) or the Client closes.
+func (s *scheduler) run() {
+	clk := s.c.cfg.clock
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		now := clk.Now()
+		due, wait, idle := s.popDue(now)
+		if idle {
+			return
+		}
+		for _, l := range due {
+			s.c.safely(func() { l.due(now) })
+		}
+		if len(due) > 0 {
+			continue // what they scheduled may be due already
+		}
+		if timer == nil {
+			timer = clk.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-timer.C():
+		case <-s.kick:
+		case <-s.c.closing:
+			return
+		}
+	}
+}
+
+// popDue takes the holds due at now out of the heap; wait is how long until
+// the next one. idle says that none is scheduled: the goroutine exits.
+func (s *scheduler) popDue(now time.Time) (due []*Lock, wait time.Duration, idle bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.holds) > 0 && !s.holds[0].sched.due.After(now) {
+		due = append(due, heap.Pop(&s.holds).(*Lock))
+	}
+	if len(due) == 0 && len(s.holds) == 0 {
+		s.running = false
+		return nil, 0, true
+	}
+	if len(s.holds) > 0 {
+		wait = s.holds[0].sched.due.Sub(now)
+	}
+	return due, wait, false
+}
+
+// extend runs l's extension on a free slot, or queues it for the next one.
+func (s *scheduler) extend(l *Lock) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if s.workers == maxExtensions {
+		s.ready = append(s.ready, l)
+		s.mu.Unlock()
+		return
+	}
+	s.workers++
+	s.mu.Unlock()
+	s.c.goBackground(func() {
+		for l != nil {
+			s.c.safely(l.watchdogExtend)
+			l = s.next()
+		}
+	})
+}
+
+// next is the queued extension a worker runs after its own, if any; nil
+// lets the worker exit.
+func (s *scheduler) next() *Lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ready) == 0 || s.closed {
+		s.workers--
+		return nil
+	}
+	l := s.ready[0]
+	s.ready[0] = nil
+	s.ready = s.ready[1:]
+	if len(s.ready) == 0 {
+		s.ready = nil // let the backing array go
+	}
+	return l
+}
+
+// close unschedules every hold and returns them, for Close to end; nothing
+// is scheduled after it.
+func (s *scheduler) close() []*Lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	held := make([]*Lock, len(s.holds))
+	for i, l := range s.holds {
+		held[i] = l
+		l.sched.pos = 0
+	}
+	s.holds, s.ready = nil, nil
+	return held
+}
+
+// holdHeap orders holds by due time (container/heap).
+type holdHeap []*Lock
+
+func (h holdHeap) Len() int           { return len(h) }
+func (h holdHeap) Less(i, j int) bool { return h[i].sched.due.Before(h[j].sched.due) }
+func (h holdHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].sched.pos, h[j].sched.pos = i+1, j+1
+}
+func (h *holdHeap) Push(x any) {
+	l := x.(*Lock)
+	l.sched.pos = len(*h) + 1
+	*h = append(*h, l)
+}
+func (h *holdHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	l.sched.pos = 0
+	*h = old[:len(old)-1]
+	return l
+}

@@ -35,12 +35,12 @@ const maxReasks = 3
 // reply is one node's answer to an acquire call.
 type reply struct {
 	node      int
-	granted   bool
 	counter   uint64        // the node's fence counter (after its INCR when granted)
 	holderTTL time.Duration // refused: what the holder's key has left
 	holder    string        // refused: the value that holds the key
-	had       bool          // a transfer's reply: the old hold was there, and is released
 	err       error
+	granted   bool
+	had       bool // a transfer's reply: the old hold was there, and is released
 }
 
 type attempt struct {
@@ -51,21 +51,22 @@ type attempt struct {
 	start   time.Time     // on the client's clock: validity counts from here
 	timeout time.Duration // each node call's deadline
 	keys    []string      // the scripts' KEYS: lock key, fence counter
-	replies chan reply    // every answer, for the deciding caller
+	replies chan reply    // every answer, for the deciding caller (see startAttempt); nil once compacted
 	from    string        // a transfer's old value (see transfer.lua); "" for an acquire
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
 	token    uint64
 	answered []bool        // node i answered an acquire call
-	latest   []reply       // node i's latest answer, valid when answered[i]
-	pending  int           // acquire calls not yet answered
+	latest   []reply       // node i's latest answer, valid when answered[i]; nil once compacted
+	refused  []int         // compacted: the nodes whose latest answer was a refusal
+	pending  int           // acquire calls not yet answered and settled
 	settled  chan struct{} // closed when pending is 0 after a decision
 	closed   bool          // settled is closed
 	deadline time.Time     // real time by which every acquire call completes
 	had      []bool        // a transfer: node i released the old hold
 	asked    bool          // the first ask went out
-	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out
+	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out; nil once compacted
 }
 
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
@@ -94,14 +95,18 @@ func clientOf(value string) string {
 func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from string) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
-		c:        c,
-		key:      key,
-		value:    holdValue(since, c.id),
-		ttl:      ttl,
-		start:    c.cfg.clock.Now(),
-		timeout:  c.nodeTimeout(ttl),
-		keys:     []string{key, FenceKey(key)},
-		replies:  make(chan reply, n*(1+maxReasks)),
+		c:       c,
+		key:     key,
+		value:   holdValue(since, c.id),
+		ttl:     ttl,
+		start:   c.cfg.clock.Now(),
+		timeout: c.nodeTimeout(ttl),
+		keys:    []string{key, FenceKey(key)},
+		// One answer per node at most is ever unread: a node is asked
+		// again (a split vote's re-ask) only once its answer was read
+		// (tally.refusers), so answer never blocks. A held Lock keeps
+		// this buffer: n, not one per call an attempt may make.
+		replies:  make(chan reply, n),
 		answered: make([]bool, n),
 		latest:   make([]reply, n),
 		settled:  make(chan struct{}),
@@ -141,13 +146,15 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.answered[i], a.latest[i] = true, r
 	a.had[i] = a.had[i] || r.had
 	state, token := a.state, a.token
-	a.pending--
+	replies := a.replies // this call is pending: not compacted
 	a.mu.Unlock()
-	a.replies <- r // buffered for every call: never blocks
+	replies <- r // buffered for one unread answer per node: never blocks
 	a.settle(r, state, token)
 	// Settled only once this answer's release or heal is queued: whoever
-	// waits for settled (see fail) may let Close stop the batchers next.
+	// waits for settled (see fail) may let Close stop the batchers next,
+	// and what settle reads may be compacted then.
 	a.mu.Lock()
+	a.pending--
 	a.maybeSettleLocked()
 	a.mu.Unlock()
 }
@@ -267,6 +274,9 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 
 func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 	a.state, a.token = state, token
+	if a.latest == nil { // compacted: every answer is in, and settled
+		return nil
+	}
 	in := make([]reply, 0, len(a.answered))
 	for i, ok := range a.answered {
 		if ok {
@@ -287,6 +297,10 @@ func (a *attempt) refusedBy(token uint64) []int {
 	defer a.mu.Unlock()
 	// Which nodes Unlock leaves out is fixed with the state, atomically: an
 	// answer that sees unlocked also sees whether its node gets a release.
+	if a.latest == nil { // compacted: no answer is to come
+		a.state, a.token = unlocked, token
+		return slices.Clone(a.refused)
+	}
 	var refused []int
 	for _, r := range a.decideLocked(unlocked, token) {
 		if !r.granted && r.err == nil {
@@ -301,7 +315,32 @@ func (a *attempt) maybeSettleLocked() {
 	if a.pending == 0 && a.state != undecided && !a.closed {
 		a.closed = true
 		close(a.settled)
+		if a.state != abandoned {
+			a.compactLocked()
+		}
 	}
+}
+
+// compactLocked drops what only the answers to come needed, once all are
+// in and settled and the attempt is held (acquired, or unlocked since): a
+// held Lock keeps its attempt for as long as the hold lasts. Of the
+// answers, Unlock still needs which nodes refused (refusedBy); the
+// transfer's had stays for handOn. a.mu is held.
+func (a *attempt) compactLocked() {
+	for i, ok := range a.answered {
+		if ok && !a.latest[i].granted && a.latest[i].err == nil {
+			a.refused = append(a.refused, i)
+		}
+	}
+	a.latest, a.replies, a.skipped = nil, nil, nil
+}
+
+// answers is the channel of answers for a caller other than the deciding
+// one (handOn): nil once compacted, when settled is closed.
+func (a *attempt) answers() <-chan reply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.replies
 }
 
 // heal lifts node i's counter to token, unconditionally (see heal.lua), in

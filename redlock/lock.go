@@ -299,10 +299,11 @@ func (l *Lock) handOn(ctx, hctx context.Context, h *handoff, held []int) error {
 		// among them. The others answer about now.
 		t := time.NewTimer(max(time.Until(a.waitDeadline()), 0))
 		defer t.Stop()
+		answers := a.answers()
 	wait:
 		for n < c.quorum {
 			select {
-			case <-a.replies:
+			case <-answers:
 			case <-a.settled:
 				n, rest = transferred()
 				break wait

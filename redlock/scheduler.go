@@ -45,7 +45,6 @@ type scheduler struct {
 
 // schedEntry is a hold's place in the scheduler (guarded by scheduler.mu).
 type schedEntry struct {
-	due time.Time
 	pos int // index in the heap + 1; 0: not in it
 }
 
@@ -59,10 +58,10 @@ func (s *scheduler) set(l *Lock, due time.Time) bool {
 		return false
 	}
 	e := &l.sched
-	e.due = due
 	if e.pos == 0 {
-		heap.Push(&s.holds, l)
+		heap.Push(&s.holds, dueHold{due, l})
 	} else {
+		s.holds[e.pos-1].due = due
 		heap.Fix(&s.holds, e.pos-1)
 	}
 	if !s.running {
@@ -138,15 +137,15 @@ func (s *scheduler) run() {
 func (s *scheduler) popDue(now time.Time) (due []*Lock, wait time.Duration, idle bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.holds) > 0 && !s.holds[0].sched.due.After(now) {
-		due = append(due, heap.Pop(&s.holds).(*Lock))
+	for len(s.holds) > 0 && !s.holds[0].due.After(now) {
+		due = append(due, heap.Pop(&s.holds).(dueHold).l)
 	}
 	if len(due) == 0 && len(s.holds) == 0 {
 		s.running = false
 		return nil, 0, true
 	}
 	if len(s.holds) > 0 {
-		wait = s.holds[0].sched.due.Sub(now)
+		wait = s.holds[0].due.Sub(now)
 	}
 	return due, wait, false
 }
@@ -198,33 +197,40 @@ func (s *scheduler) close() []*Lock {
 	defer s.mu.Unlock()
 	s.closed = true
 	held := make([]*Lock, len(s.holds))
-	for i, l := range s.holds {
-		held[i] = l
-		l.sched.pos = 0
+	for i, h := range s.holds {
+		held[i] = h.l
+		h.l.sched.pos = 0
 	}
 	s.holds, s.ready = nil, nil
 	return held
 }
 
+// dueHold is a hold in the heap with its due time, kept beside it so that
+// ordering the heap reads no Lock.
+type dueHold struct {
+	due time.Time
+	l   *Lock
+}
+
 // holdHeap orders holds by due time (container/heap).
-type holdHeap []*Lock
+type holdHeap []dueHold
 
 func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].sched.due.Before(h[j].sched.due) }
+func (h holdHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h holdHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].sched.pos, h[j].sched.pos = i+1, j+1
+	h[i].l.sched.pos, h[j].l.sched.pos = i+1, j+1
 }
 func (h *holdHeap) Push(x any) {
-	l := x.(*Lock)
-	l.sched.pos = len(*h) + 1
-	*h = append(*h, l)
+	d := x.(dueHold)
+	d.l.sched.pos = len(*h) + 1
+	*h = append(*h, d)
 }
 func (h *holdHeap) Pop() any {
 	old := *h
-	l := old[len(old)-1]
-	old[len(old)-1] = nil
-	l.sched.pos = 0
+	d := old[len(old)-1]
+	old[len(old)-1] = dueHold{}
+	d.l.sched.pos = 0
 	*h = old[:len(old)-1]
-	return l
+	return d
 }

@@ -280,7 +280,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 
 // Do acquires key (waiting like Lock), runs fn while the hold is extended
 // automatically, and unlocks when fn returns. fn's ctx is cancelled the
-// moment the lock is lost — fn must stop writing then — and Do returns fn's
+// moment the lock is lost (see [AutoExtend] for when the watchdog gives a
+// hold up) — fn must stop writing then — and Do returns fn's
 // error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
 // writes. If fn panics, Do stops the watchdog and unlocks, and the panic
 // goes on with its own value. fn may call l.Unlock itself, to release early:

@@ -35,12 +35,12 @@ const maxReasks = 3
 // reply is one node's answer to an acquire call.
 type reply struct {
 	node      int
-	granted   bool
 	counter   uint64        // the node's fence counter (after its INCR when granted)
 	holderTTL time.Duration // refused: what the holder's key has left
 	holder    string        // refused: the value that holds the key
-	had       bool          // a transfer's reply: the old hold was there, and is released
 	err       error
+	granted   bool
+	had       bool // a transfer's reply: the old hold was there, and is released
 }
 
 type attempt struct {
@@ -51,21 +51,23 @@ type attempt struct {
 	start   time.Time     // on the client's clock: validity counts from here
 	timeout time.Duration // each node call's deadline
 	keys    []string      // the scripts' KEYS: lock key, fence counter
-	replies chan reply    // every answer, for the deciding caller
-	from    *attempt      // a transfer: the old hold's (see transfer.lua); nil for an acquire
+	replies chan reply    // every answer, for the deciding caller (see startAttempt); nil once compacted
+	from    string        // a transfer's old value (see transfer.lua); "" for an acquire
+	fromTTL time.Duration // a transfer: the longest TTL the old hold was given
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
 	token    uint64
 	answered []bool        // node i answered an acquire call
-	latest   []reply       // node i's latest answer, valid when answered[i]
-	pending  int           // acquire calls not yet answered
+	latest   []reply       // node i's latest answer, valid when answered[i]; nil once compacted
+	refused  []int         // compacted: the nodes whose latest answer was a refusal
+	pending  int           // acquire calls not yet answered and settled
 	settled  chan struct{} // closed when pending is 0 after a decision
 	closed   bool          // settled is closed
 	deadline time.Time     // real time by which every acquire call completes
 	had      []bool        // a transfer: node i released the old hold
 	asked    bool          // the first ask went out
-	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out
+	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out; nil once compacted
 	longest  time.Duration // the longest TTL the hold was given: ttl, or an Extend's
 }
 
@@ -95,21 +97,27 @@ func clientOf(value string) string {
 func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from *attempt) *attempt {
 	n := len(c.nodes)
 	a := &attempt{
-		c:        c,
-		key:      key,
-		value:    holdValue(since, c.id),
-		ttl:      ttl,
-		start:    c.cfg.clock.Now(),
-		timeout:  c.nodeTimeout(ttl),
-		keys:     []string{key, FenceKey(key)},
-		replies:  make(chan reply, n*(1+maxReasks)),
+		c:       c,
+		key:     key,
+		value:   holdValue(since, c.id),
+		ttl:     ttl,
+		start:   c.cfg.clock.Now(),
+		timeout: c.nodeTimeout(ttl),
+		keys:    []string{key, FenceKey(key)},
+		// One answer per node at most is ever unread: a node is asked
+		// again (a split vote's re-ask) only once its answer was read
+		// (tally.refusers), so answer never blocks. A held Lock keeps
+		// this buffer: n, not one per call an attempt may make.
+		replies:  make(chan reply, n),
 		answered: make([]bool, n),
 		latest:   make([]reply, n),
 		settled:  make(chan struct{}),
-		from:     from,
 		had:      make([]bool, n),
 		skipped:  make([]bool, n),
 		longest:  ttl,
+	}
+	if from != nil { // its value and TTL, not the old attempt: no chain of them stays
+		a.from, a.fromTTL = from.value, from.longestTTL()
 	}
 	a.ask(c.all)
 	return a
@@ -125,11 +133,11 @@ func (a *attempt) ask(nodes []int) {
 	a.mu.Lock()
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout) // network waits are real time
-	first := a.from != nil && !a.asked
+	first := a.from != "" && !a.asked
 	a.asked = true
 	a.mu.Unlock()
 	if first { // a transfer's first ask; a split vote's winner asks again with acquire.lua
-		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from.value).start()
+		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from).start()
 		return
 	}
 	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds(), releaseChannel(a.key)).start()
@@ -143,13 +151,15 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.answered[i], a.latest[i] = true, r
 	a.had[i] = a.had[i] || r.had
 	state, token := a.state, a.token
-	a.pending--
+	replies := a.replies // this call is pending: not compacted
 	a.mu.Unlock()
-	a.replies <- r // buffered for every call: never blocks
+	replies <- r // buffered for one unread answer per node: never blocks
 	a.settle(r, state, token)
 	// Settled only once this answer's release or heal is queued: whoever
-	// waits for settled (see fail) may let Close stop the batchers next.
+	// waits for settled (see fail) may let Close stop the batchers next,
+	// and what settle reads may be compacted then.
 	a.mu.Lock()
+	a.pending--
 	a.maybeSettleLocked()
 	a.mu.Unlock()
 }
@@ -160,7 +170,7 @@ func (a *attempt) answer(i int, v any, err error) {
 func (a *attempt) parse(i int, v any, err error) reply {
 	r := reply{node: i}
 	res, _ := v.([]any)
-	if n := len(res); a.from != nil && (n == 3 || n == 5) {
+	if n := len(res); a.from != "" && (n == 3 || n == 5) {
 		r.had = asInt(res[n-1]) == 1
 		res = res[:n-1]
 	}
@@ -269,6 +279,9 @@ func (a *attempt) decide(state attemptState, token uint64) []reply {
 
 func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 	a.state, a.token = state, token
+	if a.latest == nil { // compacted: every answer is in, and settled
+		return nil
+	}
 	in := make([]reply, 0, len(a.answered))
 	for i, ok := range a.answered {
 		if ok {
@@ -289,6 +302,10 @@ func (a *attempt) refusedBy(token uint64) []int {
 	defer a.mu.Unlock()
 	// Which nodes Unlock leaves out is fixed with the state, atomically: an
 	// answer that sees unlocked also sees whether its node gets a release.
+	if a.latest == nil { // compacted: no answer is to come
+		a.state, a.token = unlocked, token
+		return slices.Clone(a.refused)
+	}
 	var refused []int
 	for _, r := range a.decideLocked(unlocked, token) {
 		if !r.granted && r.err == nil {
@@ -303,7 +320,32 @@ func (a *attempt) maybeSettleLocked() {
 	if a.pending == 0 && a.state != undecided && !a.closed {
 		a.closed = true
 		close(a.settled)
+		if a.state != abandoned {
+			a.compactLocked()
+		}
 	}
+}
+
+// compactLocked drops what only the answers to come needed, once all are
+// in and settled and the attempt is held (acquired, or unlocked since): a
+// held Lock keeps its attempt for as long as the hold lasts. Of the
+// answers, Unlock still needs which nodes refused (refusedBy); the
+// transfer's had stays for handOn. a.mu is held.
+func (a *attempt) compactLocked() {
+	for i, ok := range a.answered {
+		if ok && !a.latest[i].granted && a.latest[i].err == nil {
+			a.refused = append(a.refused, i)
+		}
+	}
+	a.latest, a.replies, a.skipped = nil, nil, nil
+}
+
+// answers is the channel of answers for a caller other than the deciding
+// one (handOn): nil once compacted, when settled is closed.
+func (a *attempt) answers() <-chan reply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.replies
 }
 
 // heal lifts node i's counter to token, unconditionally (see heal.lua), in
@@ -435,15 +477,15 @@ func (a *attempt) extending(ttl time.Duration) {
 // more once a quorum transferred (see handOn). Where the transfer did land,
 // this finds nothing: a key's calls reach a node in order.
 func (a *attempt) releaseFrom(i int) {
-	if a.from != nil {
-		a.c.owe(i, a.lockKey(), a.from.longestTTL(), a.timeout, a.from.value, "")
+	if a.from != "" {
+		a.c.owe(i, a.lockKey(), a.fromTTL, a.timeout, a.from, "")
 	}
 }
 
 // stepChannel is the channel a step back announces its release on: none,
 // but for a transfer (see stepBack).
 func (a *attempt) stepChannel() string {
-	if a.from != nil {
+	if a.from != "" {
 		return releaseChannel(a.key)
 	}
 	return ""

@@ -26,7 +26,7 @@ type Client struct {
 
 	batchers []*batcher     // per node: every script call goes through one
 	inflight inflightCalls  // script calls queued or on the wire, attempts deciding
-	bg       sync.WaitGroup // watchdogs, expiry monitors, pub/sub listeners
+	bg       sync.WaitGroup // the scheduler and its extensions, pub/sub listeners
 	closing  chan struct{}  // closed by Close
 	once     sync.Once
 
@@ -34,12 +34,13 @@ type Client struct {
 	bgClosed bool       // Close waits for bg: no more Adds to it
 
 	waiters *waitQueues
-	sched   *scheduler   // owed releases' retries
+	sched   scheduler    // ends and extends the watched holds (Done, AutoExtend); retries owed releases
 	id      [4]byte      // random: the end of every hold value (holdValue)
 	rtt     atomic.Int64 // ns: a moving average of how long a quorum of answers takes
 
 	health   []health           // per node: marked down or not, and why (health.go)
 	downs    atomic.Int32       // nodes marked down: at most N − quorum
+	owed     []atomic.Int32     // per node: releases owed and not yet settled (owe.go)
 	bgCtx    context.Context    // cancelled by Close: ends the node probes
 	bgCancel context.CancelFunc // cancels bgCtx
 }
@@ -93,6 +94,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		quorum:  len(nodes)/2 + 1,
 		closing: make(chan struct{}),
 		health:  make([]health, len(nodes)),
+		owed:    make([]atomic.Int32, len(nodes)),
 	}
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	seen := make(map[any]int, len(nodes)) // identity → node (see nodeIdentity)
@@ -127,7 +129,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	_, _ = crand.Read(c.id[:]) // never fails (it crashes the program instead)
 	c.waiters = newWaitQueues(c)
-	c.sched = newScheduler(c)
+	c.sched = scheduler{c: c, kick: make(chan struct{}, 1)}
 	return c, nil
 }
 
@@ -137,8 +139,9 @@ func (c *Client) Quorum() int { return c.quorum }
 // Nodes is the number of nodes.
 func (c *Client) Nodes() int { return len(c.nodes) }
 
-// Close stops the client's background work: watchdogs, pub/sub listeners,
-// the probes of nodes marked down, and, after the attempts in flight released what they must, the releases
+// Close stops the client's background work: the scheduler of watchdogs,
+// expiries and owed releases' retries, pub/sub listeners, the probes of
+// nodes marked down, and, after the attempts in flight released what they must, the releases
 // still on the wire (each bounded by its node timeout). Locks
 // held stay held until their TTL runs out; their Done channels close, and
 // an Extend of one returns [ErrLockLost]. It does not close the redis
@@ -173,6 +176,9 @@ func (c *Client) Close() error {
 		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })
 		defer t.Stop()
 		c.waiters.close()
+		for _, l := range c.sched.close() {
+			l.end(true)
+		}
 		c.bgMu.Lock()
 		c.bgClosed = true
 		c.bgMu.Unlock()
@@ -227,9 +233,8 @@ func (c *Client) drainTimeout() time.Duration {
 	return drainCap * ct
 }
 
-// goBackground runs f tracked by Close. A panic in f does not escape: it
-// is logged with its stack, and f's work stops (a watchdog that stops lets
-// its hold run out; Done then closes at the validity's end). Once Close
+// goBackground runs f tracked by Close. A panic in f does not escape (see
+// safely). Once Close
 // waits, f runs untracked (a WaitGroup must not grow from zero while it is
 // waited for): every f ends at once when the client is closing.
 func (c *Client) goBackground(f func()) {
@@ -243,14 +248,21 @@ func (c *Client) goBackground(f func()) {
 		if tracked {
 			defer c.bg.Done()
 		}
-		defer func() {
-			if p := recover(); p != nil {
-				c.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "redlock: recovered a panic in a background goroutine",
-					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-			}
-		}()
-		f()
+		c.safely(f)
 	}()
+}
+
+// safely runs f; a panic in f does not escape: it is logged with its
+// stack, and f's work stops. The scheduler runs each hold's part through
+// it, so that one panic (an Observer's) does not stop the others'.
+func (c *Client) safely(f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "redlock: recovered a panic in a background goroutine",
+				slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	f()
 }
 
 // nodeErr records a node failure and returns it as a *NodeError.

@@ -117,7 +117,8 @@ func ExampleLock_Done() {
 	defer locks.Close()
 	ctx := context.Background()
 
-	// AutoExtend keeps the hold alive; Done closes if an extension fails.
+	// AutoExtend keeps the hold alive; Done closes if a quorum of nodes
+	// says it is gone, or its validity runs out.
 	l, _ := locks.TryLock(ctx, "leader", 3*time.Second, redlock.AutoExtend())
 	select {
 	case <-l.Done():

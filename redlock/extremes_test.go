@@ -29,9 +29,9 @@ func TestWatchdogWithTheLargestNodeTimeout(t *testing.T) {
 	}
 	defer func() { _ = l.Unlock(ctx) }()
 	r.settled(t, "k", l.Value())
-	done := l.Done() // arms the expiry timer: 2 timers with the watchdog's
+	done := l.Done()
 	for round := range 3 {
-		if err := fake.BlockUntilContext(ctx, 2); err != nil {
+		if err := fake.BlockUntilContext(ctx, 1); err != nil { // the Client's scheduler waits
 			t.Fatal(err)
 		}
 		fake.Advance(ttl / 3)

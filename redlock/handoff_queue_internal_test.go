@@ -96,7 +96,7 @@ func TestHandOffWhoseTransferTimedOutInTheQueueReleasesTheOldHold(t *testing.T) 
 	if l2 == nil {
 		t.FailNow()
 	}
-	if l2.a.from == nil || l2.a.from.value != holder.Value() {
+	if l2.a.from != holder.Value() {
 		t.Fatalf("setup: the head's hold was not made by a transfer")
 	}
 	// node 2's transfer completes as a timeout while still queued.

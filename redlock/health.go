@@ -46,7 +46,8 @@ type health struct {
 	since   time.Time     // when it was marked down (real time, for the log)
 	every   time.Duration // the probe's interval: the node timeout of the call that marked it down
 
-	down    atomic.Bool // calls fail at once (read without mu on every call)
+	parked  []*owedRelease // releases owed to the node while it is down: sent when it is up
+	down    atomic.Bool    // calls fail at once (read without mu on every call)
 	failing atomic.Bool // cause != nil (read without mu on every reply)
 }
 
@@ -99,12 +100,19 @@ func (c *Client) answered(i int) {
 	h.cause = nil
 	h.failing.Store(false)
 	up := h.down.Load()
+	var parked []*owedRelease
 	if up {
 		h.down.Store(false)
 		c.downs.Add(-1)
+		parked, h.parked = h.parked, nil
 	}
 	since := h.since
 	h.mu.Unlock()
+	for _, r := range parked { // on the scheduler: this may run on a worker of the node
+		if !c.sched.at(c.cfg.clock.Now(), r.send) {
+			r.settle()
+		}
+	}
 	if up {
 		c.cfg.logger.LogAttrs(context.Background(), slog.LevelInfo, "redlock: node up",
 			slog.Int("node", i), slog.String("addr", c.nodes[i].addr), slog.Duration("down_for", time.Since(since)))
@@ -242,4 +250,17 @@ func (c *Client) probe(i int) {
 			t.Stop()
 		}
 	}
+}
+
+// park keeps r, a release owed to node i that failed, until the node is up
+// again, and reports whether it did: not when the node is not marked down.
+func (c *Client) park(i int, r *owedRelease) bool {
+	h := &c.health[i]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.down.Load() {
+		return false
+	}
+	h.parked = append(h.parked, r)
+	return true
 }

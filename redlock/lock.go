@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/fencedlock/fencedlock/clock"
 )
 
 // Lock is one hold of a key on a quorum of nodes. It is safe for concurrent
@@ -21,14 +19,18 @@ type Lock struct {
 	a     *attempt
 	token uint64
 
-	mu       sync.Mutex // protects the fields below
-	until    time.Time
-	ended    bool          // done is closed
-	lost     bool          // the hold ended other than by Unlock, or Unlock found it gone
-	unlocked bool          // Unlock was called
-	expiry   clock.Timer   // fires at until, once Done() was asked for
-	watch    chan struct{} // closed to stop the watchdog; nil when none
-	done     chan struct{}
+	mu        sync.Mutex // protects the fields below
+	until     time.Time
+	ended     bool      // done is closed
+	lost      bool      // the hold ended other than by Unlock, or Unlock found it gone
+	unlocked  bool      // Unlock was called
+	watched   bool      // Done() was asked for: the scheduler ends the hold at until
+	auto      bool      // AutoExtend: the scheduler extends it (see watchdog.go)
+	extending bool      // the watchdog's extension is on its way
+	extendAt  time.Time // the watchdog's next extension; zero: none (see retryAtLocked)
+	done      chan struct{}
+
+	sched schedEntry // the hold's place in its Client's scheduler
 
 	// serial is held (a token in it) by the Extend or Unlock that is
 	// sending, so that they reach the nodes in the order they were made.
@@ -60,41 +62,40 @@ func (l *Lock) Until() time.Time {
 // TTL is the validity left now, on the client's clock; ≤ 0 once it ran out.
 func (l *Lock) TTL() time.Duration { return l.Until().Sub(l.a.c.cfg.clock.Now()) }
 
-// Done is closed when the hold ends: Unlock, validity ran out, an extension
-// failed, or the Client was closed (its watchdog stopped).
+// Done is closed when the hold ends: Unlock, its validity ran out, an
+// Extend of the caller's returned [ErrLockLost], the watchdog found it gone
+// (see [AutoExtend]), or the Client was closed. Asking for it costs no
+// goroutine: the Client's one scheduler closes it at Until.
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ended && l.expiry == nil {
-		l.expiry = l.a.c.cfg.clock.NewTimer(l.until.Sub(l.a.c.cfg.clock.Now()))
-		l.a.c.goBackground(l.watchExpiry)
+	if l.ended || l.watched {
+		l.mu.Unlock()
+		return l.done
+	}
+	l.watched = true
+	scheduled := l.scheduleLocked()
+	l.mu.Unlock()
+	if !scheduled { // the Client is closed
+		l.end(true)
 	}
 	return l.done
 }
 
-// watchExpiry closes done when the validity runs out.
-func (l *Lock) watchExpiry() {
-	c := l.a.c
-	for {
-		select {
-		case <-l.expiry.C():
-			l.mu.Lock()
-			left := l.until.Sub(c.cfg.clock.Now())
-			if left > 0 && !l.ended { // extended meanwhile
-				l.expiry.Reset(left)
-				l.mu.Unlock()
-				continue
-			}
-			l.mu.Unlock()
-			l.end(true)
-			return
-		case <-l.done:
-			return
-		case <-c.closing:
-			l.end(true)
-			return
-		}
+// scheduleLocked gives the scheduler what is next due for the hold: the
+// end of its validity, or before it the watchdog's next extension; nothing
+// once it ended, or when nobody watches it. It reports false when the
+// Client is closed (the caller ends the hold). l.mu is held.
+func (l *Lock) scheduleLocked() bool {
+	s := &l.a.c.sched
+	if l.ended || (!l.watched && !l.auto) {
+		s.remove(l)
+		return true
 	}
+	due := l.until
+	if l.auto && !l.extending && !l.extendAt.IsZero() && l.extendAt.Before(due) {
+		due = l.extendAt
+	}
+	return s.set(l, due)
 }
 
 // unlockCalled reports whether Unlock was called.
@@ -121,12 +122,7 @@ func (l *Lock) end(lost bool) {
 	}
 	l.ended, l.lost = true, lost
 	close(l.done)
-	if l.expiry != nil {
-		l.expiry.Stop()
-	}
-	if l.watch != nil {
-		close(l.watch)
-	}
+	l.a.c.sched.remove(l)
 	l.mu.Unlock()
 	if lost {
 		c := l.a.c
@@ -150,10 +146,19 @@ func (l *Lock) end(lost bool) {
 // quorum of nodes may still hold. A handle's Extends and its Unlock reach
 // the nodes in the order the handle applies them: one waits for the other.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	c := l.a.c
-	if err := c.checkArgs(l.a.key, ttl); err != nil {
+	if err := l.a.c.checkArgs(l.a.key, ttl); err != nil {
 		return err
 	}
+	return l.extend(ctx, ttl, false)
+}
+
+// extend is Extend. With keepUnknown, node failures that leave a quorum neither
+// confirmed nor denied (errors, timeouts) return their *NodeErrors, and the
+// hold goes on until its Until, which the calls sent may have shortened:
+// only a quorum of refusals, or no validity left, is [ErrLockLost] then
+// (the watchdog's rule, see watchdog.go).
+func (l *Lock) extend(ctx context.Context, ttl time.Duration, keepUnknown bool) error {
+	c := l.a.c
 	select {
 	case l.serial <- struct{}{}:
 	case <-ctx.Done():
@@ -184,10 +189,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Unlock()
 	l.a.extending(ttl)
-	oks, _, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
+	oks, refused, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
 		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
 	if ctxErr != nil && oks < c.quorum {
 		return join(ErrOutcomeUnknown, ctxErr)
+	}
+	if keepUnknown && oks < c.quorum && refused <= len(c.all)-c.quorum {
+		return join(errs...) // not a quorum of refusals: errs is not empty
 	}
 	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
 		l.end(true)
@@ -204,12 +212,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// setUntilLocked moves the end of validity; l.mu is held.
+// setUntilLocked moves the end of validity; l.mu is held. A Client closed
+// meanwhile ended the hold already (Close ends every scheduled one), so
+// scheduleLocked's report is not needed here.
 func (l *Lock) setUntilLocked(until time.Time) {
 	l.until = until
-	if l.expiry != nil {
-		l.expiry.Reset(until.Sub(l.a.c.cfg.clock.Now()))
-	}
+	_ = l.scheduleLocked()
 }
 
 // Unlock releases the hold: compare-and-delete on every node that granted
@@ -294,10 +302,11 @@ func (l *Lock) handOn(ctx, hctx context.Context, h *handoff, held []int) error {
 		// among them. The others answer about now.
 		t := time.NewTimer(max(time.Until(a.waitDeadline()), 0))
 		defer t.Stop()
+		answers := a.answers()
 	wait:
 		for n < c.quorum {
 			select {
-			case <-a.replies:
+			case <-answers:
 			case <-a.settled:
 				n, rest = transferred()
 				break wait
@@ -356,36 +365,4 @@ func (l *Lock) release(ctx context.Context, nodes []int, already func() int, han
 	l.mu.Unlock()
 	c.cfg.observer.Lost(l.a.key, l.token)
 	return join(append([]error{ErrLockLost}, errs...)...)
-}
-
-// startWatchdog extends the hold at about a third of its TTL until it ends.
-func (l *Lock) startWatchdog() {
-	l.mu.Lock()
-	l.watch = make(chan struct{})
-	watch := l.watch
-	l.mu.Unlock()
-	c := l.a.c
-	ttl := l.a.ttl
-	c.goBackground(func() {
-		t := c.cfg.clock.NewTimer(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C():
-			case <-watch:
-				return
-			case <-c.closing:
-				l.end(true)
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), mulSat(c.nodeTimeout(ttl), 2))
-			err := l.Extend(ctx, ttl)
-			cancel()
-			if err != nil {
-				l.end(true) // Extend did already unless it timed out as a whole
-				return
-			}
-			t.Reset(ttl / 3)
-		}
-	})
 }

@@ -17,8 +17,8 @@ type Observer interface {
 	Released(key string, token uint64)
 	// Extended: an Extend reached a quorum.
 	Extended(key string, token uint64)
-	// Lost: the hold ended other than by Unlock (expired, extension failed,
-	// or Unlock found it gone).
+	// Lost: the hold ended other than by Unlock (its validity ran out, an
+	// Extend or the watchdog found it gone, Close, or Unlock found it gone).
 	Lost(key string, token uint64)
 	// NodeError: one node failed a call.
 	NodeError(err *NodeError)

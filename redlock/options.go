@@ -107,9 +107,14 @@ type lockConfig struct {
 	since      time.Time // when the call began (real time): older waiters win split votes
 }
 
-// AutoExtend starts a watchdog that extends the hold at about a third of its
-// TTL until Unlock. When an extension fails, Done() closes at once. Off by
-// default for TryLock and Lock; Do always auto-extends.
+// AutoExtend has the Client's watchdog extend the hold about every third of
+// its TTL until Unlock. The watchdog gives a hold up only when a quorum of
+// nodes answers that it is gone (Done closes at once) or when its validity
+// runs out (Done closes at Until): an extension that failed on node errors
+// or timeouts is tried again, halfway through the validity left beyond two
+// node timeouts, for as long as that leaves room for a try. All the holds
+// of a Client share one watchdog: a hold costs no goroutine. Off by default
+// for TryLock and Lock; Do always auto-extends.
 func AutoExtend() LockOption { return func(c *lockConfig) { c.autoExtend = true } }
 
 // WithLockRetry overrides the client's retry strategy for one Lock or Do call.

@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,10 +118,18 @@ func TestOwedReleaseReachesANodeThatWasFrozen(t *testing.T) {
 }
 
 // The retries of an owed release wait on the Client's clock: one is sent
-// when its backoff has passed there, none once the key has certainly
-// expired by it, and Close drops the rest.
+// when its backoff has passed there; one for a node that gives no reply,
+// and is marked down, waits past the TTL (the node may run the grant when
+// it resumes, with a whole TTL from then) and goes when the node is up;
+// Close drops the rest.
 func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
 	const ttl = 10 * time.Second
+	resume := func(t *testing.T, r *rig) {
+		t.Helper()
+		if err := r.procs[2].Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		// after the first retry is armed, with node 2 still frozen
@@ -132,22 +139,28 @@ func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
 		{
 			name: "lands when its backoff passed",
 			then: func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, _ *recorder) {
-				if err := r.procs[2].Resume(); err != nil {
-					t.Fatal(err)
-				}
-				f.Advance(time.Second) // past the backoff (a few node timeouts at most)
+				resume(t, r)
+				f.Advance(time.Second) // past the backoff (8 node timeouts at most)
 			},
 		},
 		{
-			name: "given up once the key expired",
+			// Marked down (health.go), it is sent nothing: the release
+			// waits for the node, past the TTL, and goes when it is up.
+			name: "waits past the TTL for a node that gives no reply",
 			then: func(t *testing.T, r *rig, c *redlock.Client, f *clock.Fake, log *recorder) {
-				f.Advance(ttl + time.Second) // the key is certainly gone by the client's clock
-				awaitLog(t, log, "release given up: the key expires first")
-				if err := r.procs[2].Resume(); err != nil {
-					t.Fatal(err)
+				f.Advance(ttl + time.Second) // its retry goes, times out: parked
+				deadline := time.Now().Add(5 * time.Second)
+				for f.Timers() != 0 || !log.has(slog.LevelWarn, "node down") {
+					if time.Now().After(deadline) {
+						t.Fatalf("the release still has a timer armed (%d), or node 2 was not marked down", f.Timers())
+					}
+					time.Sleep(time.Millisecond) // polling, bounded
 				}
+				if log.has(slog.LevelDebug, "release given up") {
+					t.Fatal("given up while the node gave no reply")
+				}
+				resume(t, r) // the probe finds it up: the release goes
 			},
-			wantGrant: true,
 		},
 		{
 			name: "given up by Close",
@@ -156,9 +169,7 @@ func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
 				if n := f.Timers(); n != 0 {
 					t.Fatalf("%d timers armed after Close", n)
 				}
-				if err := r.procs[2].Resume(); err != nil {
-					t.Fatal(err)
-				}
+				resume(t, r)
 			},
 			wantGrant: true,
 		},
@@ -181,11 +192,9 @@ func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
 			if err := l.Unlock(t.Context()); err != nil { // node 2's release times out
 				t.Fatal(err)
 			}
-			armed, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			if err := f.BlockUntilContext(armed, 1); err != nil { // its retry is armed
-				t.Fatalf("no retry armed: %v", err)
-			}
+			// Its first send failed: the release is scheduled again, or
+			// parked until the node is up (when it was marked down first).
+			awaitLog(t, log, slog.LevelWarn, "node down")
 			tc.then(t, r, c, f, log)
 			rdb := r.clients[2]
 			deadline := time.Now().Add(5 * time.Second)
@@ -209,13 +218,13 @@ func TestOwedReleaseRetriesOnTheClientClock(t *testing.T) {
 	}
 }
 
-// awaitLog waits until log has a Debug record that mentions substr.
-func awaitLog(t *testing.T, log *recorder, substr string) {
+// awaitLog waits until log has a record at level that mentions substr.
+func awaitLog(t *testing.T, log *recorder, level slog.Level, substr string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for !log.has(slog.LevelDebug, substr) {
+	for !log.has(level, substr) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no log record %q", substr)
+			t.Fatalf("no log record %q; node errors: %v", substr, log.find(slog.LevelDebug, "node error"))
 		}
 		time.Sleep(time.Millisecond) // polling the client's log, bounded
 	}

@@ -114,9 +114,9 @@ func TestWatchdogExtendsThenSignalsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.settled(t, "k", l.Value())
-	done := l.Done() // arms the expiry timer: 2 timers with the watchdog's
+	done := l.Done() // the same scheduler, and its one timer, as the watchdog
 	for round := range 3 {
-		if err := fake.BlockUntilContext(ctx, 2); err != nil {
+		if err := fake.BlockUntilContext(ctx, 1); err != nil { // the scheduler waits
 			t.Fatal(err)
 		}
 		fake.Advance(ttl / 3)
@@ -139,7 +139,7 @@ func TestWatchdogExtendsThenSignalsLoss(t *testing.T) {
 	for _, rc := range r.clients[:2] {
 		rc.Del(ctx, "k")
 	}
-	if err := fake.BlockUntilContext(ctx, 2); err != nil {
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // the scheduler waits
 		t.Fatal(err)
 	}
 	fake.Advance(ttl / 3)
@@ -156,13 +156,14 @@ func TestWatchdogExtendsThenSignalsLoss(t *testing.T) {
 	}
 }
 
+// TestDoCancelsWhenMajorityDies: with a majority of nodes killed, fn's ctx
+// ends when the hold's validity runs out, and no later. Dead nodes only
+// fail (they refuse connections): no quorum says the hold is gone, so the
+// watchdog keeps trying while a try could land (watchdog.go), rather than
+// giving the hold up at its first failed extension, a third of the TTL in.
 func TestDoCancelsWhenMajorityDies(t *testing.T) {
 	r := newRig(t, 5)
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
-	// The watchdog extends every ttl/3. The first extension after the kill
-	// fails at once (the dead nodes refuse connections), so fn's ctx must end
-	// about ttl/3 after the acquisition, with some two thirds of the validity
-	// left: not when the validity runs out, which an expiry alone would do.
 	ttl := 30 * nt
 	c := r.client(t, redlock.WithNodeTimeout(nt))
 	ctx := t.Context()
@@ -195,15 +196,14 @@ func TestDoCancelsWhenMajorityDies(t *testing.T) {
 	if token == 0 {
 		t.Fatal("fn never ran")
 	}
-	took := cancelled.Sub(killed)
-	t.Logf("ttl %v: fn's ctx ended %v after the kill, with %v of validity left", ttl, took, left)
-	// One watchdog period, and the failed extension's own time (it is
-	// bounded by two node timeouts), with as much again to spare.
-	if bound := ttl/3 + 4*nt; took > bound {
-		t.Errorf("fn's ctx ended %v after the kill, want within %v (the watchdog period %v plus 4 node timeouts)", took, bound, ttl/3)
+	t.Logf("ttl %v: fn's ctx ended %v after the kill, with %v of validity left", ttl, cancelled.Sub(killed), left)
+	if left > 0 {
+		t.Errorf("fn's ctx ended with %v of validity left: the hold was given up on node errors, which do not say it is gone", left)
 	}
-	if left < ttl/3 {
-		t.Errorf("fn's ctx ended with %v of validity left, want at least %v: that is the validity running out, not the loss being noticed", left, ttl/3)
+	// The scheduler's wake-up at Until, on a loaded machine: the bound the
+	// watchdog's own period had before, four node timeouts.
+	if late := -left; late > 4*nt {
+		t.Errorf("fn's ctx ended %v after the validity ran out, want within 4 node timeouts (%v)", late, 4*nt)
 	}
 }
 

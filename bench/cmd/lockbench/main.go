@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +56,9 @@ type options struct {
 	ttl              time.Duration
 	nodeTimeout      time.Duration
 	retryDelay       time.Duration
+	holds            []int         // manyholds: the counts to measure
+	holdsTTL         time.Duration // manyholds
+	holdsFor         time.Duration // manyholds
 	jsonPath         string
 	svgPath          string
 	cpuProfile       string
@@ -91,6 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"paused and multiclient scenarios: per-node timeout for fencedlock (WithNodeTimeout) and redsync (WithTimeoutFactor(node-timeout/ttl)),\n"+
 			"and the deadline on redsync's Unlock and each raw call (elsewhere each library keeps its default, ttl/20)")
 	fs.DurationVar(&o.retryDelay, "redislock-retry", 10*time.Millisecond, "redislock's LinearBackoff in the onekey scenario")
+	holds := fs.String("holds", "50000", "manyholds scenario: comma-separated counts of auto-extended holds, measured in turn")
+	fs.DurationVar(&o.holdsTTL, "holds-ttl", 5*time.Second, "manyholds scenario: the TTL of every hold")
+	fs.DurationVar(&o.holdsFor, "holds-for", 10*time.Second, "manyholds scenario: how long the holds are kept once all are taken")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.svgPath, "svg", "", "write the onekey wait distributions as an SVG chart to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (narrow it with --scenarios and --libs)")
@@ -105,10 +112,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.nodes = splitList(*nodes)
 	o.scenarios = splitList(*scenarios)
 	o.libs = splitList(*libs)
+	known := append(allScenarios(), optInScenarios()...)
 	for _, s := range o.scenarios {
-		if !slices.Contains(allScenarios(), s) {
-			return o, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios(), ","))
+		if !slices.Contains(known, s) {
+			return o, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(known, ","))
 		}
+	}
+	for _, f := range splitList(*holds) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("--holds: %q is not a count ≥ 1", f)
+		}
+		o.holds = append(o.holds, n)
 	}
 	for _, l := range o.libs {
 		if !slices.Contains(contender.Names(), l) {
@@ -124,6 +139,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--ttl, --node-timeout and --redislock-retry must be > 0, --hold ≥ 0")
 	case o.nodeTimeout >= o.ttl:
 		return o, errors.New("--node-timeout must be below --ttl")
+	case o.holdsTTL <= 0 || o.holdsFor <= 0:
+		return o, errors.New("--holds-ttl and --holds-for must be > 0")
 	}
 	return o, nil
 }
@@ -217,8 +234,16 @@ func bench(ctx context.Context, o options, stderr io.Writer) (_ *Report, err err
 		},
 	}
 	e.log("lockbench: %d nodes %v, %s per library per scenario", len(e.addrs), e.addrs, o.duration)
-	for _, sc := range allScenarios() { // fixed order, whatever the flag's
+	for _, sc := range append(allScenarios(), optInScenarios()...) { // fixed order, whatever the flag's
 		if !slices.Contains(o.scenarios, sc) {
+			continue
+		}
+		if sc == scManyHolds {
+			mh, err := e.runManyHolds(ctx)
+			rep.ManyHolds = append(rep.ManyHolds, mh...)
+			if err != nil {
+				return rep, err
+			}
 			continue
 		}
 		rs, err := e.runScenario(ctx, sc)

@@ -15,10 +15,11 @@ import (
 
 // Report is everything one run measured; it is also the JSON file.
 type Report struct {
-	Machine  Machine   `json:"machine"`
-	Settings Settings  `json:"settings"`
-	Results  []*Result `json:"results"`
-	Ratios   []Ratio   `json:"ratios"`
+	Machine   Machine      `json:"machine"`
+	Settings  Settings     `json:"settings"`
+	Results   []*Result    `json:"results"`
+	Ratios    []Ratio      `json:"ratios"`
+	ManyHolds []*ManyHolds `json:"many_holds,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -162,6 +163,7 @@ func (rep *Report) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, v, r.Target, r.Status, r.Note)
 	}
 	tw.Flush()
+	rep.printManyHolds(w)
 }
 
 // printFairness lists, for the rows of scenarios scs, how the acquisitions

@@ -1,0 +1,360 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fencedlock/fencedlock/clock"
+	"github.com/fencedlock/fencedlock/redlock"
+)
+
+// awaitN waits until n events match, at most until deadline.
+func (r *eventLog) awaitN(t testing.TB, deadline time.Time, what string, n int, match func(event) bool) {
+	t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		got := 0
+		for _, e := range r.events {
+			if match(e) {
+				got++
+			}
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("%d of %d %s events by the deadline; events: %v", got, n, what, r.all())
+		}
+	}
+}
+
+// isKindOf matches the events of one kind for one key.
+func isKindOf(kind, key string) func(event) bool {
+	return func(e event) bool { return e.kind == kind && e.key == key }
+}
+
+// TestWatchdogRetriesAfterNodeErrors: an extension that fails on node
+// timeouts (a quorum of nodes frozen with SIGSTOP for a moment) says
+// nothing about whether the hold is gone, so the watchdog tries again —
+// halfway through the validity left beyond one try (watchdog.go) — and the
+// hold survives once the nodes answer. Before, the first failed extension
+// closed Done with two thirds of the validity left.
+func TestWatchdogRetriesAfterNodeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		nodes  int
+		frozen int
+	}{
+		{"2 of 3 frozen", 3, 2},
+		{"3 of 5 frozen", 5, 3},
+		{"all 3 frozen", 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.nodes)
+			fake := clock.NewFake(epoch)
+			ev := newEventLog()
+			logs := newTransitions()
+			nt := roomyNodeTimeout(measureRTT(t, r.clients))
+			c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt),
+				redlock.WithLogger(slog.New(logs)))
+			ctx := t.Context()
+			// A validity long enough for a retry after a failed try: the
+			// watchdog's first extension at ttl/3, its retry halfway
+			// through what is left beyond two node timeouts.
+			ttl := 30 * nt
+			l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.settled(t, "k", l.Value())
+			done := l.Done()
+			if err := fake.BlockUntilContext(ctx, 1); err != nil { // the scheduler waits
+				t.Fatal(err)
+			}
+			for _, p := range r.procs[:tc.frozen] {
+				if err := p.Pause(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resumed := false
+			resume := func() {
+				if resumed {
+					return
+				}
+				resumed = true
+				for _, p := range r.procs[:tc.frozen] {
+					if err := p.Resume(); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			t.Cleanup(resume)
+
+			fake.Advance(ttl / 3)
+			failedAt := fake.Now()
+			left := l.Until().Sub(failedAt) // when the first extension goes out
+			// The extension fails once the frozen nodes leave no quorum:
+			// N-q+1 of them time out (each bounded by the node timeout).
+			ev.awaitN(t, time.Now().Add(ttl), "node-error", tc.nodes-c.Quorum()+1, isKind("node-error"))
+			resume()
+			// A node that timed out is marked down (its calls fail at once)
+			// until the Client's probe, in real time, finds it up again.
+			for deadline := time.Now().Add(10 * nt); ; {
+				marked := 0
+				for i := range tc.frozen {
+					if logs.count("down "+strconv.Itoa(i)) > logs.count("up "+strconv.Itoa(i)) {
+						marked++
+					}
+				}
+				if marked == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d resumed nodes still marked down after %v", marked, 10*nt)
+				}
+				time.Sleep(time.Millisecond) // polling the Client's log, bounded
+			}
+			// The retry: halfway through the validity left beyond a try.
+			room := left - 2*nt
+			fake.Advance(room / 2)
+			ext := ev.await(t, time.Now().Add(ttl), "extended", func(e event) bool {
+				return e.kind == "extended" || e.kind == "lost"
+			})
+			if ext.kind == "lost" {
+				t.Fatalf("the hold was lost on extensions whose nodes only timed out, %v of validity left at the first", left)
+			}
+			if got, want := l.Until(), fake.Now().Add(ttl-ttl/100-2*time.Millisecond); !got.Equal(want) {
+				t.Fatalf("Until after the retry %v, want %v (the retry's start + ttl - drift)", got, want)
+			}
+			select {
+			case <-done:
+				t.Fatal("Done closed although the retry extended the hold")
+			default:
+			}
+			if n := r.holders(t, "k", l.Value()); n < c.Quorum() {
+				t.Fatalf("the hold is on %d nodes after the retry, want a quorum", n)
+			}
+			// And the watchdog goes on at its period from there.
+			fake.Advance(ttl / 3)
+			ev.awaitN(t, time.Now().Add(ttl), "extended", 2, isKind("extended"))
+		})
+	}
+}
+
+// TestWatchdogLosesAHoldThatAQuorumDenies: when a quorum of nodes answers
+// that the hold is not there (deleted, or another value took the key),
+// Done closes on that one extension, with validity left: no retry.
+func TestWatchdogLosesAHoldThatAQuorumDenies(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		deny func(ctx context.Context, r *rig, n int)
+	}{
+		{"deleted on a quorum", func(ctx context.Context, r *rig, n int) {
+			for _, rc := range r.clients[:n] {
+				rc.Del(ctx, "k")
+			}
+		}},
+		{"taken by another value on a quorum", func(ctx context.Context, r *rig, n int) {
+			for _, rc := range r.clients[:n] {
+				rc.Set(ctx, "k", "someone-else", time.Minute)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 5)
+			fake := clock.NewFake(epoch)
+			ev := newEventLog()
+			logs := newTransitions()
+			nt := roomyNodeTimeout(measureRTT(t, r.clients))
+			c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt),
+				redlock.WithLogger(slog.New(logs)))
+			ctx := t.Context()
+			ttl := 30 * nt
+			l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.settled(t, "k", l.Value())
+			done := l.Done()
+			tc.deny(ctx, r, c.Quorum())
+			if err := fake.BlockUntilContext(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			fake.Advance(ttl / 3)
+			select {
+			case <-done:
+			case <-time.After(ttl): // a bound on a broken watchdog, not a synchronisation
+				t.Fatal("Done not closed after a quorum denied the hold")
+			}
+			if left := l.TTL(); left <= 0 {
+				t.Fatalf("Done closed with %v of validity left: at its expiry, not when the quorum denied it", left)
+			}
+			ev.await(t, time.Now().Add(ttl), "lost", isKindOf("lost", "k"))
+			if n := ev.count(isKind("extended")); n != 0 {
+				t.Fatalf("%d extensions reported for a denied hold", n)
+			}
+		})
+	}
+}
+
+// TestScheduledHoldsCostNoGoroutine: Done and AutoExtend of N holds run on
+// the Client's one scheduler: the goroutines do not grow with N (before,
+// each Done and each watchdog started one). Done closes at the end of each
+// validity, no earlier; every auto-extended hold is extended each period.
+func TestScheduledHoldsCostNoGoroutine(t *testing.T) {
+	const holds = 300
+	for _, tc := range []struct {
+		name string
+		auto bool
+	}{{"Done", false}, {"AutoExtend and Done", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 3)
+			fake := clock.NewFake(epoch)
+			ev := newEventLog()
+			// Up to maxExtensions of the holds' extensions go out at once:
+			// a node timeout of what as many acquisitions took one after
+			// another is more than such a round needs (its calls share
+			// pipelines), however loaded the machine.
+			nt := max(roomyNodeTimeout(measureRTT(t, r.clients)), serialAcquisitions(t, r, holds))
+			c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt))
+			ctx := t.Context()
+			ttl := 30 * nt
+			var opts []redlock.LockOption
+			if tc.auto {
+				opts = append(opts, redlock.AutoExtend())
+			}
+			// One hold first: the per-node workers, go-redis's connections
+			// and the scheduler exist before the count.
+			first, err := c.TryLock(ctx, "first", ttl, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = first.Done()
+			before := runtime.NumGoroutine()
+			locks := make([]*redlock.Lock, holds)
+			dones := make([]<-chan struct{}, holds)
+			for i := range locks {
+				if locks[i], err = c.TryLock(ctx, fmt.Sprintf("k%d", i), ttl, opts...); err != nil {
+					t.Fatal(err)
+				}
+				dones[i] = locks[i].Done()
+			}
+			grown := runtime.NumGoroutine() - before
+			t.Logf("%d holds: %+d goroutines", holds, grown)
+			// A goroutine per hold would add holds; the scheduler adds none
+			// once it runs. What may come and go meanwhile (a call's
+			// background part, a go-redis dial) is far below that.
+			if grown >= holds/10 {
+				t.Fatalf("%d holds added %d goroutines: they grow with the holds", holds, grown)
+			}
+			if tc.auto {
+				for round := 1; round <= 3; round++ {
+					if err := fake.BlockUntilContext(ctx, 1); err != nil {
+						t.Fatal(err)
+					}
+					fake.Advance(ttl / 3)
+					ev.awaitN(t, time.Now().Add(ttl), "extended", round*(holds+1), isKind("extended"))
+				}
+				for i, l := range locks {
+					select {
+					case <-dones[i]:
+						t.Fatalf("hold %d ended while its watchdog extended it", i)
+					default:
+					}
+					_ = l.Unlock(ctx)
+				}
+				_ = first.Unlock(ctx)
+				for i := range locks {
+					<-dones[i] // Unlock closed it
+				}
+				return
+			}
+			fake.Advance(first.TTL() - time.Millisecond)
+			for i := range locks {
+				select {
+				case <-dones[i]:
+					t.Fatalf("hold %d: Done closed before its validity ran out", i)
+				default:
+				}
+			}
+			fake.Advance(time.Millisecond + locks[holds-1].TTL())
+			for i := range locks {
+				select {
+				case <-dones[i]:
+				case <-time.After(ttl): // a bound on a broken scheduler, not a synchronisation
+					t.Fatalf("hold %d: Done not closed when its validity ran out", i)
+				}
+			}
+		})
+	}
+}
+
+// serialAcquisitions is how long n acquisitions one after another take on
+// r's nodes, each released before the next.
+func serialAcquisitions(t *testing.T, r *rig, n int) time.Duration {
+	t.Helper()
+	c := r.client(t)
+	defer c.Close()
+	start := time.Now()
+	for i := range n {
+		l, err := c.TryLock(t.Context(), fmt.Sprintf("serial%d", i), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	t.Logf("%d acquisitions one after another: %v", n, took)
+	return took
+}
+
+// TestCloseStopsTheScheduler: Close ends every scheduled hold (Done
+// closes) and nothing is extended after it, however far the clock moves.
+func TestCloseStopsTheScheduler(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	ev := newEventLog()
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt))
+	ctx := t.Context()
+	ttl := 30 * nt
+	var dones []<-chan struct{}
+	for _, key := range []string{"a", "b", "c"} {
+		l, err := c.TryLock(ctx, key, ttl, redlock.AutoExtend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dones = append(dones, l.Done())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range dones {
+		select {
+		case <-d:
+		default:
+			t.Fatalf("hold %d: Done open after Close returned", i)
+		}
+	}
+	fake.Advance(ttl / 3)
+	fake.Advance(ttl)
+	if n := ev.count(isKind("extended")); n != 0 {
+		t.Fatalf("%d extensions after Close", n)
+	}
+	if n := fake.Timers(); n != 0 {
+		t.Fatalf("%d timers armed after Close: the scheduler still waits", n)
+	}
+}

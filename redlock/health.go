@@ -48,7 +48,7 @@ type health struct {
 
 	parked  []*owedRelease // releases owed to the node while it is down: sent when it is up
 	down    atomic.Bool    // calls fail at once (read without mu on every call)
-	failing atomic.Bool // cause != nil (read without mu on every reply)
+	failing atomic.Bool    // cause != nil (read without mu on every reply)
 }
 
 // observe notes the outcome of a call to node i that went to go-redis,

@@ -163,8 +163,11 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 //
 // A release the protocol owes and that failed is otherwise sent again
 // until it lands, the node says the value is gone, or the key's TTL has
-// certainly passed: Close gives up those still waiting for their next try
-// (and their grants stay until the TTL).
+// certainly passed (a node that gives no reply is waited for: it may run
+// the grant when it resumes): Close gives up those still waiting for their
+// next try or for their node (and their grants stay until the TTL). A
+// node's probe ends at Close; one inside a PING to a frozen node returns
+// when go-redis lets go of it, as the workers do.
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.closing)

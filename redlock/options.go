@@ -30,8 +30,10 @@ func defaultConfig() config {
 	}
 }
 
-// WithClock sets the clock that governs validity, backoff and the watchdog.
-// Default: clock.Real(). Network deadlines are real time regardless.
+// WithClock sets the clock that governs validity, backoff, the watchdog and
+// the retries of owed releases (a fake clock that never moves never fires
+// them). Default: clock.Real(). Network deadlines, and the probe of a node
+// marked down, are real time regardless.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) {
 		if c != nil {

@@ -25,12 +25,24 @@ policy=${FENCEDLOCK_POLICY_RC_D:-/usr/sbin/policy-rc.d}
 
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
-compgen -G "/usr/lib/*/faketime/libfaketime.so.1" >/dev/null || need+=(libfaketime)
+# Where the chaos package looks for it (chaos/internal/faketime Find).
+have_faketime() {
+	local g
+	for g in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 \
+		/usr/lib64/faketime/libfaketime.so.1 /usr/local/lib/faketime/libfaketime.so.1; do
+		[[ -e $g ]] && return 0
+	done
+	return 1
+}
+have_faketime || need+=(libfaketime)
 case ${1:-test} in
 demo) ;;
 test)
 	compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || need+=(postgresql)
-	command -v chromium >/dev/null || need+=(chromium)
+	# The names chaos/report's Screenshot tries.
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
+		command -v google-chrome >/dev/null || command -v google-chrome-stable >/dev/null ||
+		need+=(chromium)
 	;;
 *)
 	echo "usage: $0 [demo|test]" >&2

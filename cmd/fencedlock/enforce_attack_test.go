@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -129,5 +130,62 @@ func TestRunSignalReachesTheCommandOfAStoppedSupervisor(t *testing.T) {
 				pid, since.Round(time.Millisecond), c.holders(t, key))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunCommandEndsUnderAStoppedSupervisor: COMMAND stops its supervisor
+// and exits. A stopped supervisor reaps nothing and reports nothing, so
+// fencedlock, which sees COMMAND end itself, holds it to the report: with
+// none within a kill allowance, it ends the supervisor and releases the
+// lock, rather than extending it for as long as the supervisor stays
+// stopped.
+func TestRunCommandEndsUnderAStoppedSupervisor(t *testing.T) {
+	const ttl = 3 * time.Second
+	c := newCluster(t, 3)
+	const key = "job:stopped-supervisor-exit"
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	ch := start(t.Context(), runArgs(c, key, loadedFlags(ttl), helper(t, "stop-parent", dir, "exit"))...)
+	waitFor(t, 20*time.Second, "the command to start", func() bool { return readPid(file("cmd")) > 0 })
+	pid, sup := readPid(file("cmd")), readPid(file("sup"))
+	var r *result
+	t.Cleanup(func() {
+		if r != nil {
+			return
+		}
+		if !gone(sup) {
+			_ = syscall.Kill(sup, syscall.SIGKILL)
+		}
+		await(t, ch, 20*time.Second)
+	})
+	waitFor(t, 10*time.Second, "the command to end", func() bool { return gone(pid) })
+	ended := time.Now()
+	if procState(sup) != 'T' {
+		t.Fatalf("the supervisor (pid %d) is not stopped (state %q): this run cannot tell", sup, procState(sup))
+	}
+	// The report is due a kill allowance after the end; the kill of the
+	// supervisor and the release are given another.
+	bound := 2 * killAllowance(ttl)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case got := <-ch:
+		r = &got
+	case <-timer.C:
+		t.Fatalf("fencedlock still runs %v after the command ended under a stopped supervisor; the lock is held on %d of 3 nodes",
+			bound, c.holders(t, key))
+	}
+	t.Logf("fencedlock returned %v after the command ended (bound %v)", time.Since(ended).Round(time.Millisecond), bound)
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want %d; stderr %q", r.code, exitFailure, r.stderr)
+	}
+	if want := "did not report the command's end"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr %q lacks %q", r.stderr, want)
+	}
+	if n := c.holders(t, key); n != 0 {
+		t.Errorf("the lock is still held on %d of 3 nodes", n)
+	}
+	if !gone(sup) {
+		t.Errorf("the supervisor (pid %d) still runs", sup)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,8 +69,10 @@ func interrupt(t *testing.T, e stubEnv, installing string, sig syscall.Signal) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(20 * time.Second)
+	// The stub's bash, like any non-interactive bash, ignores SIGQUIT: the
+	// signal is sent once its sleep runs, the install's blocking part.
 	for {
-		if _, err := os.Stat(installing); err == nil {
+		if _, err := os.Stat(installing); err == nil && groupRuns(cmd.Process.Pid, "sleep") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -122,4 +126,28 @@ func TestDepsRemovesThePolicyAKilledRunLeft(t *testing.T) {
 	if b, err := os.ReadFile(e.policy); err == nil {
 		t.Errorf("after the next run, the policy-rc.d a killed run left is still in place: %q (it was %q)", b, left)
 	}
+}
+
+// groupRuns reports whether a process named comm runs in process group pgid.
+func groupRuns(pgid int, comm string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: the marker file alone tells
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid pgrp ...", where comm may hold spaces
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) > 2 && string(b[open+1:end]) == comm && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }

@@ -231,3 +231,47 @@ func installed(calls []string) []string {
 	}
 	return out
 }
+
+// TestDepsFindsWhatTheCodeFinds: deps.sh installs a package only where the
+// code that uses it would not find it: libfaketime where the chaos package
+// looks for it (faketime.Find), a browser by every name the report's
+// Screenshot tries.
+func TestDepsFindsWhatTheCodeFinds(t *testing.T) {
+	script, err := os.ReadFile("deps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	find, err := os.ReadFile("../chaos/internal/faketime/faketime.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := regexp.MustCompile(`/usr[^"\s]*/libfaketime\.so\.1`)
+	if want, got := lib.FindAllString(string(find), -1), lib.FindAllString(string(script), -1); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("deps.sh looks for libfaketime in %q, faketime.Find in %q", got, want)
+	}
+	shot, err := os.ReadFile("../chaos/report/screenshot.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := regexp.MustCompile(`var browsers = \[\]string\{(.*)\}`).FindSubmatch(shot)
+	if list == nil {
+		t.Fatal("no browsers list in chaos/report/screenshot.go")
+	}
+	for _, name := range regexp.MustCompile(`"([^"]+)"`).FindAllSubmatch(list[1], -1) {
+		t.Run(string(name[1]), func(t *testing.T) {
+			env := stubs(t)
+			bin := filepath.Join(filepath.Dir(env.log), "bin", string(name[1]))
+			if err := os.WriteFile(bin, []byte("#!"+env.bash+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.CommandContext(t.Context(), env.bash, "deps.sh", "test")
+			cmd.Env = env.vars
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("deps.sh test: %v\n%s", err, out)
+			}
+			if got := installed(env.calls(t)); slices.Contains(got, "chromium") {
+				t.Errorf("with %s on PATH, deps.sh installed %v", name[1], got)
+			}
+		})
+	}
+}

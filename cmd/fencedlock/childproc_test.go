@@ -29,9 +29,9 @@ import (
 //	read-stdin FILE        write its pid to FILE, then read stdin
 //	count-sigint FILE      write FILE.pid; count SIGINTs into FILE; on SIGTERM write FILE.final and exit
 //	jobshell -- ARGV...    a shell with job control on its terminal (see jobShellMain)
-//	stop-parent DIR [daemon]  start DIR/daemon as daemonize does (if daemon), write its parent's pid
-//	                       (the supervisor's) to DIR/sup, stop the parent with SIGSTOP, write its pid
-//	                       to DIR/cmd, then append to DIR/out every 10ms for 30s
+//	stop-parent DIR [daemon|exit]  start DIR/daemon as daemonize does (if daemon), write its parent's
+//	                       pid (the supervisor's) to DIR/sup, stop the parent with SIGSTOP, write its
+//	                       pid to DIR/cmd, then exit (if exit) or append to DIR/out every 10ms for 30s
 func helperMain(args []string) int {
 	switch args[0] {
 	case "env":
@@ -78,7 +78,11 @@ func helperMain(args []string) int {
 	case "jobshell":
 		return jobShellMain(args[2:])
 	case "stop-parent":
-		return stopParent(args[1], len(args) > 2 && args[2] == "daemon")
+		mode := ""
+		if len(args) > 2 {
+			mode = args[2]
+		}
+		return stopParent(args[1], mode)
 	}
 	return fail(fmt.Errorf("unknown mode %q", args[0]))
 }
@@ -174,8 +178,8 @@ func fail(err error) int {
 // stopParent stops the supervisor, as an operator's kill -STOP or a debugger
 // attached to it would, and then writes on, as a command that the lock
 // protects does: each write after the lock ended is one it should not make.
-func stopParent(dir string, daemon bool) int {
-	if daemon {
+func stopParent(dir, mode string) int {
+	if mode == "daemon" {
 		d := exec.Command(os.Args[0], helperArg, "daemonize", filepath.Join(dir, "daemon"))
 		if err := d.Run(); err != nil {
 			return fail(err)
@@ -190,6 +194,9 @@ func stopParent(dir string, daemon bool) int {
 	}
 	if err := writePid(filepath.Join(dir, "cmd")); err != nil {
 		return fail(err)
+	}
+	if mode == "exit" {
+		return 0
 	}
 	out, err := os.OpenFile(filepath.Join(dir, "out"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

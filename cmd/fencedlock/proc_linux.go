@@ -41,6 +41,37 @@ func socketPair() ([2]int, error) {
 	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 }
 
+// watchEnd returns a channel that is closed when process pid ends (its
+// zombie counts: fencedlock is not its parent), and a function that stops
+// the watch. The channel is nil where pid cannot be watched (a kernel
+// without pidfd_open, a pid already gone).
+func watchEnd(pid int) (<-chan struct{}, func()) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, func() {}
+	}
+	_ = unix.SetNonblock(fd, true) // so the runtime's poller watches it
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil, func() {}
+	}
+	ended, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		err := rc.Read(func(fd uintptr) bool { // a pidfd is readable once the process ended
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, _ := unix.Poll(fds, 0)
+			return n > 0
+		})
+		if err == nil {
+			close(ended)
+		}
+	}()
+	return ended, func() { _ = f.Close(); <-watched }
+}
+
 // proc is one process as /proc shows it.
 type proc struct {
 	pid, pgid int

@@ -31,17 +31,25 @@ The tree is all of them, and the lock is released only once it is gone:
     --grace; the exit status is COMMAND's.
   - The lock is lost (extensions fail, validity runs out): the whole tree
     gets SIGTERM and SIGCONT, then SIGKILL after --grace (exit 70).
-  - The supervisor does not confirm a stop that fencedlock asked for (it
-    is gone when the tree is) within --grace and a tenth of --ttl (the
-    time a kill is given), or a kill within that tenth: it is stopped
-    (kill -STOP, a debugger, strace) or hung. fencedlock, which holds the
+  - The supervisor does not answer in time: it is stopped (kill -STOP, a
+    debugger, strace) or hung. Each answer fencedlock needs from it is due
+    a tenth of --ttl (the time a kill is given) after the supervisor had
+    cause to give it: that it killed the tree (unless the tree is gone) at
+    its deadline, at the end of --grace after a stop, or at once when told
+    to; that the tree is gone, after its kill; that it passed a signal on;
+    that COMMAND ended, which on Linux fencedlock sees itself. fencedlock, which holds the
     lock, then ends the tree itself: SIGKILL to every process below the
     supervisor and to COMMAND's process group, then SIGCONT and SIGKILL to
-    the supervisor (exit 70 if the lock was lost, else 1).
+    the supervisor (exit 70 if the lock was lost or not extended by the
+    supervisor's deadline, else 1).
   - fencedlock dies, even by kill -9: the supervisor kills the tree with
     SIGKILL at once. If fencedlock is stopped or frozen instead, the
-    supervisor kills the tree a tenth of --ttl before the lock's validity,
-    as fencedlock last extended it, runs out. That also bounds --grace.
+    supervisor kills the tree at its deadline: a fifth of --ttl before the
+    lock's validity, as fencedlock last extended it, runs out. That also
+    bounds --grace. A tenth of --ttl is for its kill, the other tenth for
+    fencedlock's should the supervisor not report its own: so COMMAND
+    never outlives the lock's validity, whether the supervisor answers or
+    not, as long as each kill takes effect within a tenth of --ttl.
   - Ctrl-Z (SIGTSTP to fencedlock): the tree is stopped with SIGSTOP, then
     fencedlock stops. The lock is not extended meanwhile: on fg or bg the
     tree continues if the lock is still valid, else it was killed (exit 70).
@@ -56,28 +64,34 @@ by ssh on another host, by any server COMMAND asks); the tree below COMMAND
 if the supervisor itself is killed (COMMAND dies with it and, unless
 --foreground, so does its process group; the rest runs on); when fencedlock
 ends the tree itself, a process that left COMMAND's process group and was
-forked after fencedlock read the tree from /proc; on systems other than
-Linux, every process that leaves COMMAND's process group. Nothing ends the
-tree while fencedlock and the supervisor are both stopped, or while the
-supervisor is stopped after fencedlock died: then only the fencing token
-protects the store. A process deeper in the tree that stops while its
-parent lives (a pipeline stage reading the terminal) is reported to that
-parent, not to fencedlock: the tree then holds the lock until it ends.
+forked after fencedlock read the tree from /proc; a process that a SIGKILL
+does not end at once (in uninterruptible sleep, as on a hung network file
+system), for as long as it takes; on systems other than Linux, every
+process that leaves COMMAND's process group, and COMMAND's end while the
+supervisor is stopped (the lock is held until the supervisor runs again).
+Nothing ends the tree while fencedlock and the supervisor are both stopped,
+or while the supervisor is stopped after fencedlock died: then only the
+fencing token protects the store. A process deeper in the tree that stops
+while its parent lives (a pipeline stage reading the terminal) is reported
+to that parent, not to fencedlock: the tree then holds the lock until it
+ends. When fencedlock ends the tree itself, the exit status is 70 or 1,
+whatever COMMAND's.
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to fencedlock are passed on to
-COMMAND's process group. COMMAND runs in a group of its own unless
---foreground: then it stays in fencedlock's group so that it can use the
-terminal, signals are passed on to COMMAND alone, a Ctrl-C or Ctrl-\ that
-the terminal sent to the group is not passed on a second time, Ctrl-Z gives
-that group a second to stop by itself (to restore the screen), and fg
-continues it before fencedlock can check the lock.
+COMMAND's process group, by the supervisor: one it does not confirm within
+a tenth of --ttl ends the tree as above (SIGKILL). COMMAND runs in a group
+of its own unless --foreground: then it stays in fencedlock's group so that
+it can use the terminal, signals are passed on to COMMAND alone, a Ctrl-C
+or Ctrl-\ that the terminal sent to the group is not passed on a second
+time, Ctrl-Z gives that group a second to stop by itself (to restore the
+screen), and fg continues it before fencedlock can check the lock.
 `
 
 const runFooter = `Exit status:
   COMMAND's status  the lock was held until COMMAND ended (killed by signal n: 128+n)
-  1                 the supervisor process died, or did not confirm a stop in time
-                    and fencedlock killed it with the lock still valid (what
-                    COMMAND started may run on)
+  1                 the supervisor process died (what COMMAND started may run
+                    on), or did not answer in time and fencedlock ended the
+                    tree itself with the lock still valid
   2                 bad usage
   69                too few nodes answered to acquire the lock (the message names them)
   70                the lock was lost while COMMAND ran, which was then stopped

@@ -43,11 +43,8 @@ type runner struct {
 	stopSig int            // a signal that stopped COMMAND, which fencedlock did not send
 	cont    chan os.Signal // SIGCONT: fencedlock was continued
 
-	// The end of the tree fencedlock asked the supervisor for (enforce.go).
-	endTimer  *time.Timer   // fires at endDue; nil until an end is asked for
-	endDue    time.Time     // when the supervisor is to be gone
-	endWithin time.Duration // how long it was given, for the message
-	enforced  bool          // it was not gone in time: fencedlock killed it and the tree
+	owed     answers // what the supervisor owes fencedlock, and by when (enforce.go)
+	enforced bool    // an answer was overdue: fencedlock killed the supervisor and the tree
 }
 
 // run starts the command, stops its tree if the lock is lost or ctx ends,
@@ -63,7 +60,10 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	env := append(os.Environ(),
 		"FENCEDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"FENCEDLOCK_KEY="+l.Key())
-	sup, err := startSupervisor(r.path, r.argv, env, r.foreground, r.deadlineOf(), r.stdout, r.stderr, r.grace)
+	r.owed.allowance = killAllowance(r.ttl)
+	first := r.deadlineOf()
+	r.owed.deadline = first.wall
+	sup, err := startSupervisor(r.path, r.argv, env, r.foreground, int64(first.boot), r.stdout, r.stderr, r.grace)
 	if err == nil {
 		err = sup.started()
 	}
@@ -74,9 +74,13 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	}
 	r.sup, r.cmdPid = sup, sup.pid
 	defer sup.wait()
+	// COMMAND's end, seen by fencedlock itself: the supervisor is to report
+	// it (enforce.go), also when it is stopped and reaps nothing.
+	cmdEnd, unwatch := watchEnd(sup.pid)
+	defer unwatch()
 	defer func() {
-		if r.endTimer != nil {
-			r.endTimer.Stop()
+		if r.owed.timer != nil {
+			r.owed.timer.Stop()
 		}
 	}()
 
@@ -84,19 +88,30 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 		lost       = l.Done() // nil once seen closed
 		done       = ctx.Done()
 		suspending <-chan time.Time
+		overdue    <-chan time.Time
 	)
+	// handle handles one event; false once the supervisor is gone.
+	handle := func(e supEvent, ok bool) bool {
+		switch {
+		case !ok:
+			return false
+		case e.verb == "suspended" && suspending != nil:
+			suspending = nil
+			r.stopSelf()
+		default:
+			r.event(e, suspending != nil)
+		}
+		return true
+	}
 	for {
+		if !r.enforced {
+			overdue = r.owed.arm()
+		}
 		select {
 		case e, ok := <-sup.events:
-			if !ok {
+			if !handle(e, ok) {
 				return r.finish()
 			}
-			if e.verb == "suspended" && suspending != nil {
-				suspending = nil
-				r.stopSelf()
-				continue
-			}
-			r.event(e, suspending != nil)
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGTSTP:
@@ -106,10 +121,10 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 				}
 			case syscall.SIGINT, syscall.SIGQUIT:
 				if !r.foreground || !terminalForeground() {
-					sup.send("signal %d", signum(sig))
+					r.signal(sig)
 				} // else the terminal sent it to COMMAND's group (ours) already
 			default:
-				sup.send("signal %d", signum(sig))
+				r.signal(sig)
 			}
 		case <-suspending: // the tree did not confirm: stop anyway, the supervisor carries on
 			suspending = nil
@@ -127,10 +142,32 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 		case <-done:
 			done = nil
 			r.stop()
-		case <-r.overdue():
-			r.enforce()
+		case <-overdue:
+			// What came in meanwhile counts first: an answer on its way, an
+			// extension not yet passed on.
+			for more := true; more; {
+				select {
+				case e, ok := <-sup.events:
+					if !handle(e, ok) {
+						return r.finish()
+					}
+				case <-r.extended:
+					r.sendDeadline()
+				default:
+					more = false
+				}
+			}
+			if o, late := r.owed.overdue(); late {
+				r.enforce(o)
+				overdue = nil
+			}
+		case <-cmdEnd:
+			cmdEnd = nil
+			if !r.ended {
+				r.owed.exitDue = time.Now().Add(r.owed.allowance)
+			}
 		case <-r.extended:
-			sup.send("deadline %d", r.deadlineOf())
+			r.sendDeadline()
 		}
 	}
 }
@@ -145,6 +182,7 @@ func (r *runner) event(e supEvent, suspending bool) {
 	switch e.verb {
 	case "exited":
 		r.ended = true
+		r.owed.exitDue = time.Time{}
 		r.status = exitStatus(syscall.WaitStatus(e.a))
 		r.stop() // what COMMAND left behind, if anything
 	case "leftovers":
@@ -165,11 +203,20 @@ func (r *runner) event(e supEvent, suspending bool) {
 		fmt.Fprintf(r.stderr, "fencedlock: command process %d stopped by %s%s; a stopped command must not hold lock %q: stopping it: SIGTERM, SIGKILL after %v\n",
 			e.a, signame(sig), hint, l.Key(), r.grace)
 		r.stop()
+	case "signalled":
+		if len(r.owed.signals) > 0 {
+			r.owed.signals = r.owed.signals[1:]
+		}
 	case "killed":
-		if e.arg == "deadline" {
+		if r.owed.killedAt.IsZero() {
+			r.owed.killedAt = time.Now()
+		}
+		switch e.arg {
+		case "asked":
+		case "deadline":
 			r.lost = true
 			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) ran out of validity: the command was killed (SIGKILL)\n", l.Key(), l.Token())
-		} else {
+		default:
 			fmt.Fprintf(r.stderr, "fencedlock: command still running %v after SIGTERM: SIGKILL\n", r.grace)
 		}
 	}
@@ -186,12 +233,13 @@ func (r *runner) stopSelf() {
 	// stops. The SIGCONT that follows the stop says it was continued.
 	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	<-r.cont
+	r.owed.resumed()
 	l := r.lock
 	select {
 	case <-l.Done():
 	default:
-		if time.Until(l.Until()) > killAllowance(r.ttl) { // see deadlineOf
-			r.sup.send("deadline %d", r.deadlineOf())
+		if r.deadlineOf().wall.After(time.Now()) {
+			r.sendDeadline()
 			r.sup.send("resume")
 			return
 		}
@@ -277,12 +325,21 @@ func describeStatus(status int, ended bool) string {
 	return "exit status " + strconv.Itoa(status)
 }
 
+// deadline is a moment on the boot clock, which the supervisor shares, and
+// on fencedlock's.
+type deadline struct {
+	boot time.Duration
+	wall time.Time
+}
+
 // deadlineOf is when the supervisor kills the tree unless fencedlock has
-// extended the lock by then: a kill's allowance (a tenth of the TTL) before
-// its validity ends, on the boot clock, which the supervisor shares.
-// The lock is extended at about a third of the TTL.
-func (r *runner) deadlineOf() int64 {
-	return int64(bootNow() + time.Until(r.lock.Until()) - killAllowance(r.ttl))
+// extended the lock by then: two kill allowances (a fifth of the TTL)
+// before its validity ends, one for its kill and one for fencedlock's, should
+// the supervisor not report its own (enforce.go). The lock is extended at
+// about a third of the TTL.
+func (r *runner) deadlineOf() deadline {
+	left := time.Until(r.lock.Until()) - 2*killAllowance(r.ttl)
+	return deadline{boot: bootNow() + left, wall: time.Now().Add(left)}
 }
 
 func startFailure(err error) int {

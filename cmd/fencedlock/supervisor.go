@@ -21,15 +21,15 @@ import (
 // of its own; it becomes a child subreaper, starts COMMAND and reaps every
 // process of COMMAND's tree. It carries out what fencedlock asks over a socket
 // (fd 3), one line per message, and on its own it kills the whole tree with
-// SIGKILL when the socket closes (fencedlock died, even by SIGKILL) or when
-// the lock's validity, as fencedlock last reported it, runs out (fencedlock
-// frozen or stopped). It exits once the tree is empty. fencedlock holds it
-// to a stop or kill it asked for: a supervisor not gone in time is killed,
-// and fencedlock kills the tree itself (enforce.go).
+// SIGKILL when the socket closes (fencedlock died, even by SIGKILL) or at
+// the deadline fencedlock last sent it, a fifth of the TTL before the lock's
+// validity ends (fencedlock frozen or stopped). It exits once the tree is empty. fencedlock holds it
+// to each answer below in time: a supervisor that does not answer is
+// killed, and fencedlock kills the tree itself (enforce.go).
 //
 // fencedlock → supervisor:
 //
-//	deadline NS   the lock is valid until NS on the boot clock (bootNow)
+//	deadline NS   kill the tree at NS on the boot clock (bootNow) unless a later deadline comes
 //	signal N      send signal N to COMMAND (its process group unless --foreground)
 //	stop NS       SIGTERM and SIGCONT to the tree, SIGKILL NS later (or at the deadline)
 //	kill          SIGKILL the tree now
@@ -44,7 +44,8 @@ import (
 //	exited STATUS      COMMAND ended (a wait status)
 //	leftovers N        N processes of the tree still ran when COMMAND ended
 //	suspended          the tree is stopped
-//	killed WHY         SIGKILL sent to the tree: "grace" (after stop) or "deadline"
+//	signalled N        signal N was passed on (or COMMAND had ended)
+//	killed WHY         SIGKILL sent to the tree: "grace" (after stop), "deadline" or "asked" (kill)
 //	empty              the tree is gone; the supervisor exits
 const supervisorName = "fencedlock-supervisor"
 
@@ -264,6 +265,7 @@ func (s *supervisor) handle(m string) {
 		if !s.cmdEnded { // else the pid may be another process's by now
 			s.signalCommand(syscall.Signal(n))
 		}
+		s.send("signalled %d", n)
 	case "stop":
 		s.signalTree(syscall.SIGTERM)
 		s.signalTree(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
@@ -272,6 +274,7 @@ func (s *supervisor) handle(m string) {
 			s.graceEnd = bootNow() + max(time.Duration(n), time.Nanosecond)
 		}
 	case "kill":
+		s.send("killed asked")
 		s.kill()
 	case "suspend":
 		s.suspended, s.confirmed = time.Now(), false

@@ -107,10 +107,25 @@ func TestWatchdogRetriesAfterNodeErrors(t *testing.T) {
 			// The extension fails once the frozen nodes leave no quorum:
 			// N-q+1 of them time out (each bounded by the node timeout).
 			ev.awaitN(t, time.Now().Add(ttl), "node-error", tc.nodes-c.Quorum()+1, isKind("node-error"))
+			// A node that timed out is marked down, as many as leave a
+			// quorum unmarked: its calls then fail at once until the
+			// Client's probe, in real time, finds it up again.
+			marks := min(tc.frozen, tc.nodes-c.Quorum())
+			for deadline := time.Now().Add(20 * nt); ; {
+				downs := 0
+				for i := range tc.frozen {
+					downs += logs.count("down " + strconv.Itoa(i))
+				}
+				if downs >= marks {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of the frozen nodes marked down, want %d", downs, marks)
+				}
+				time.Sleep(time.Millisecond) // polling the Client's log, bounded
+			}
 			resume()
-			// A node that timed out is marked down (its calls fail at once)
-			// until the Client's probe, in real time, finds it up again.
-			for deadline := time.Now().Add(10 * nt); ; {
+			for deadline := time.Now().Add(20 * nt); ; {
 				marked := 0
 				for i := range tc.frozen {
 					if logs.count("down "+strconv.Itoa(i)) > logs.count("up "+strconv.Itoa(i)) {
@@ -121,7 +136,7 @@ func TestWatchdogRetriesAfterNodeErrors(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%d resumed nodes still marked down after %v", marked, 10*nt)
+					t.Fatalf("%d resumed nodes still marked down after %v", marked, 20*nt)
 				}
 				time.Sleep(time.Millisecond) // polling the Client's log, bounded
 			}

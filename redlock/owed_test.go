@@ -18,98 +18,192 @@ import (
 // frozen nodes resume, no grant is left there, although each first release
 // timed out (go-redis dropped the connection at the ctx deadline, and a new
 // one cannot complete its handshake with a frozen node).
+//
+// Frozen longer than the TTL, a node runs the acquires it had read when it
+// resumes, with a whole TTL from then: the releases owed for them are still
+// being tried (a try without a reply moves their end), and land.
 func TestOwedReleaseReachesANodeThatWasFrozen(t *testing.T) {
 	const (
 		nodeTimeout = 50 * time.Millisecond
-		ttl         = 8 * time.Second
 		keys        = 8
 	)
-	for _, tc := range []struct {
+	for _, freeze := range []struct {
 		name   string
-		frozen []int
-		// while the nodes are frozen: locks on keys[k] that must not stay
-		run func(t *testing.T, c *redlock.Client, key func(int) string)
+		ttl    time.Duration
+		frozen time.Duration // how long the nodes stay frozen
 	}{
-		{
-			// Failed attempts step back from the grants they may have.
-			name: "step backs", frozen: []int{1, 2},
-			run: func(t *testing.T, c *redlock.Client, key func(int) string) {
-				var wg sync.WaitGroup
-				errs := make([]error, keys)
-				for k := range keys {
-					wg.Go(func() { _, errs[k] = c.TryLock(t.Context(), key(k), ttl) })
-				}
-				wg.Wait()
-				for k, err := range errs {
-					if !errors.Is(err, redlock.ErrNotAcquired) {
-						t.Fatalf("attempt %d: %v, want ErrNotAcquired", k, err)
+		{"briefly", 8 * time.Second, 5 * nodeTimeout},
+		{"past the TTL", 2 * time.Second, 3 * time.Second},
+	} {
+		t.Run(freeze.name, func(t *testing.T) {
+			ttl := freeze.ttl
+			for _, tc := range []struct {
+				name   string
+				frozen []int
+				// while the nodes are frozen: locks on keys[k] that must not stay
+				run func(t *testing.T, c *redlock.Client, key func(int) string)
+			}{
+				{
+					// Failed attempts step back from the grants they may have.
+					name: "step backs", frozen: []int{1, 2},
+					run: func(t *testing.T, c *redlock.Client, key func(int) string) {
+						var wg sync.WaitGroup
+						errs := make([]error, keys)
+						for k := range keys {
+							wg.Go(func() { _, errs[k] = c.TryLock(t.Context(), key(k), ttl) })
+						}
+						wg.Wait()
+						for k, err := range errs {
+							if !errors.Is(err, redlock.ErrNotAcquired) {
+								t.Fatalf("attempt %d: %v, want ErrNotAcquired", k, err)
+							}
+						}
+					},
+				},
+				{
+					// Unlock decides on the quorum that answered; the frozen
+					// node's release is the rest of it.
+					name: "the rest of an Unlock", frozen: []int{2},
+					run: func(t *testing.T, c *redlock.Client, key func(int) string) {
+						var wg sync.WaitGroup
+						for k := range keys {
+							wg.Go(func() {
+								l, err := c.TryLock(t.Context(), key(k), ttl)
+								if err != nil {
+									t.Errorf("lock %d: %v", k, err)
+									return
+								}
+								if err := l.Unlock(t.Context()); err != nil {
+									t.Errorf("unlock %d: %v", k, err)
+								}
+							})
+						}
+						wg.Wait()
+					},
+				},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					r := ctxTimeoutRig(t, 3)
+					c := r.client(t, redlock.WithNodeTimeout(nodeTimeout))
+					l, err := c.TryLock(t.Context(), "warm-up", ttl) // as the finding's set-up
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-			},
-		},
-		{
-			// Unlock decides on the quorum that answered; the frozen
-			// node's release is the rest of it.
-			name: "the rest of an Unlock", frozen: []int{2},
-			run: func(t *testing.T, c *redlock.Client, key func(int) string) {
-				var wg sync.WaitGroup
-				for k := range keys {
-					wg.Go(func() {
-						l, err := c.TryLock(t.Context(), key(k), ttl)
-						if err != nil {
-							t.Errorf("lock %d: %v", k, err)
+					if err := l.Unlock(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+					key := func(k int) string { return fmt.Sprintf("%s-%d", t.Name(), k) }
+					for _, i := range tc.frozen {
+						if err := r.procs[i].Pause(); err != nil {
+							t.Fatal(err)
+						}
+						t.Cleanup(func() { _ = r.procs[i].Resume() })
+					}
+					start := time.Now()
+					tc.run(t, c, key)
+					// The fault: the nodes stay frozen, well past every first release.
+					time.Sleep(max(freeze.frozen-time.Since(start), 0))
+					for _, i := range tc.frozen {
+						if err := r.procs[i].Resume(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					resumed := time.Now()
+					// A leftover grant would stay for a TTL from the resume at
+					// least: wait far less than that, and far more than a retry
+					// takes (at most 8 node timeouts apart).
+					deadline := resumed.Add(ttl / 4)
+					for {
+						left := 0
+						for k := range keys {
+							left += r.anyKey(t, key(k))
+						}
+						if left == 0 {
+							t.Logf("no grant left %v after the nodes resumed", time.Since(resumed))
 							return
 						}
-						if err := l.Unlock(t.Context()); err != nil {
-							t.Errorf("unlock %d: %v", k, err)
+						if time.Now().After(deadline) {
+							t.Fatalf("%d grants still held %v after the nodes resumed", left, time.Since(resumed))
 						}
-					})
-				}
-				wg.Wait()
-			},
-		},
+						time.Sleep(5 * time.Millisecond) // polling a server condition, bounded
+					}
+				})
+			}
+		})
+	}
+}
+
+// A node frozen until late in the TTL (here seven eighths of it), and so
+// reachable again before the TTL runs out, is still released: its owed
+// releases are not given up while it gives no reply. (They went 1, 2, 4, 8
+// node timeouts apart and stopped at the TTL counted from when they were
+// owed, the last one long before it: with a TTL of 16 node timeouts, about
+// 10 node timeouts in; with the defaults and a TTL of 13s, about 19 of 26.)
+func TestOwedReleaseIsTriedWhileTheTTLLasts(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ttl         time.Duration
+		nodeTimeout time.Duration // 0: the default
+	}{
+		{"ttl of 16 node timeouts", 1600 * time.Millisecond, 100 * time.Millisecond},
+		{"defaults, ttl 13s", 13 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ttl := tc.ttl
 			r := ctxTimeoutRig(t, 3)
-			c := r.client(t, redlock.WithNodeTimeout(nodeTimeout))
-			l, err := c.TryLock(t.Context(), "warm-up", ttl) // as the finding's set-up
+			log := &recorder{}
+			opts := []redlock.Option{redlock.WithLogger(slog.New(log))}
+			if tc.nodeTimeout > 0 {
+				opts = append(opts, redlock.WithNodeTimeout(tc.nodeTimeout))
+			}
+			c, err := redlock.New(r.clients, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Unlock(t.Context()); err != nil {
+			t.Cleanup(func() { _ = c.Close() })
+			warm, err := c.TryLock(t.Context(), "warm-up", ttl)
+			if err != nil {
 				t.Fatal(err)
 			}
-			key := func(k int) string { return fmt.Sprintf("%s-%d", t.Name(), k) }
-			for _, i := range tc.frozen {
-				if err := r.procs[i].Pause(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = r.procs[i].Resume() })
+			if err := warm.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
 			}
+			if err := r.procs[2].Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.procs[2].Resume() })
+			const key = "owed-while-ttl-lasts"
 			start := time.Now()
-			tc.run(t, c, key)
-			// The nodes stay frozen well past every first release.
-			time.Sleep(max(5*nodeTimeout-time.Since(start), 0))
-			for _, i := range tc.frozen {
-				if err := r.procs[i].Resume(); err != nil {
-					t.Fatal(err)
-				}
+			l, err := c.TryLock(t.Context(), key, ttl)
+			if err != nil {
+				t.Fatal(err)
 			}
-			resumed := time.Now()
-			// A leftover grant would stay for the TTL: wait far less than
-			// that, and far more than a retry takes.
-			deadline := resumed.Add(ttl / 4)
+			if err := l.Unlock(t.Context()); err != nil { // node 2's part is owed
+				t.Fatal(err)
+			}
+			// Node 2 is owed two releases of the value: the rest of the
+			// Unlock, and the step back of the acquire that timed out.
+			// It stays frozen until late in the TTL, then resumes: reachable
+			// again before the TTL ran out, it must be released.
+			time.Sleep(max(ttl-ttl/8-time.Since(start), 0)) // the freeze lasts
+			gaveUp := len(log.find(slog.LevelDebug, "release given up"))
+			if err := r.procs[2].Resume(); err != nil {
+				t.Fatal(err)
+			}
+			resumed := time.Since(start)
+			t.Logf("node 2 resumed at %v (TTL %v); %d releases given up by then", resumed, ttl, gaveUp)
+			if resumed >= ttl {
+				t.Fatalf("inconclusive: node 2 resumed %v after the lock, not before its TTL", resumed)
+			}
+			deadline := time.Now().Add(ttl / 4)
 			for {
-				left := 0
-				for k := range keys {
-					left += r.anyKey(t, key(k))
-				}
-				if left == 0 {
-					t.Logf("no grant left %v after the nodes resumed", time.Since(resumed))
+				if r.clients[2].Get(t.Context(), key).Val() != l.Value() {
+					t.Logf("node 2 does not hold the value %v after it resumed (%d releases given up)", time.Since(start)-resumed, len(log.find(slog.LevelDebug, "release given up")))
 					return
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%d grants still held %v after the nodes resumed", left, time.Since(resumed))
+					t.Fatalf("node 2 still holds the unlocked value %v after it resumed (PTTL %v; resumed %v after the lock was taken, TTL %v): %d owed releases given up before",
+						time.Since(start)-resumed, r.clients[2].PTTL(t.Context(), key).Val(), resumed, ttl, gaveUp)
 				}
 				time.Sleep(5 * time.Millisecond) // polling a server condition, bounded
 			}

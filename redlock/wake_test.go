@@ -77,23 +77,7 @@ func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
 		{"LimitRetry 0", redlock.LimitRetry(fixedBackoff(time.Minute), 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, 3)
-			fake := clock.NewFake(epoch)
-			c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
-			r.holdByHand(t, "k", "holder")
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			waiter := make(chan error, 1)
-			go func() {
-				l, err := c.Lock(ctx, "k", 10*time.Second)
-				if err == nil {
-					err = l.Unlock(ctx)
-				}
-				waiter <- err
-			}()
-			if err := fake.BlockUntilContext(ctx, 1); err != nil { // queued and asleep
-				t.Fatal(err)
-			}
+			r, _, c, ctx, waiter := sleepingHead(t)
 			// The holder's key vanishes without an announcement (it expired).
 			for _, rc := range r.clients {
 				rc.Del(ctx, "k")
@@ -131,23 +115,7 @@ func TestQueuedLockKeepsItsOwnRetryBudget(t *testing.T) {
 		{name: "held key: it gives up when its budget is spent", held: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, 3)
-			fake := clock.NewFake(epoch)
-			c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
-			r.holdByHand(t, "k", "holder")
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			head := make(chan error, 1)
-			go func() {
-				l, err := c.Lock(ctx, "k", 10*time.Second)
-				if err == nil {
-					err = l.Unlock(ctx)
-				}
-				head <- err
-			}()
-			if err := fake.BlockUntilContext(ctx, 1); err != nil { // the head sleeps its minute
-				t.Fatal(err)
-			}
+			r, fake, c, ctx, head := sleepingHead(t)
 			if !tc.held { // the holder's key vanishes without an announcement (it expired)
 				for _, rc := range r.clients {
 					rc.Del(ctx, "k")
@@ -214,4 +182,29 @@ func TestQueuedLockKeepsItsOwnRetryBudget(t *testing.T) {
 			t.Fatalf("the queued Lock made no try within its budget")
 		})
 	}
+}
+
+// sleepingHead is a Client on a fake clock whose default strategy waits a
+// minute, and a Lock of "k" (held by hand) that sleeps that minute at the
+// head of the Client's queue; its outcome (after its Unlock) comes on head.
+func sleepingHead(t *testing.T) (r *rig, fake *clock.Fake, c *redlock.Client, ctx context.Context, head chan error) {
+	t.Helper()
+	r = newRig(t, 3)
+	fake = clock.NewFake(epoch)
+	c = r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+	r.holdByHand(t, "k", "holder")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	head = make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k", 10*time.Second)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		head <- err
+	}()
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // queued and asleep
+		t.Fatal(err)
+	}
+	return r, fake, c, ctx, head
 }

@@ -128,10 +128,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		} else {
 			d, _ = lc.retry.Backoff(1) // the first attempt is no retry
 		}
-		if hint > 0 {
-			d = min(d, hint) // no later than the holder's key expires
-		}
-		due := c.cfg.clock.NewTimer(d)
+		due := c.cfg.clock.NewTimer(retryWait(d, hint, took))
 		select {
 		case <-w:
 			queued = false
@@ -140,9 +137,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				retries++
 			}
 			var f failure
+			start := time.Now()
 			l, f, err = c.tryOnce(ctx, key, ttl, lc)
 			last = lastNodeErrors(last, err)
-			hint, tried = f.holderTTL, true
+			hint, tried, took = f.holderTTL, true, time.Since(start)
 			if err == nil || !retryable(ctx, err) {
 				due.Stop()
 				return l, withCtx(ctx, err)
@@ -179,19 +177,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 		skip := false // the backoff ran out on a key another process holds
 		if !now {
-			if hint > 0 {
-				// Refused by another value: a holder, or the winner of a
-				// split vote, which needs about as long as this attempt
-				// took to ask the others' nodes again. Retrying sooner
-				// takes those nodes from under it, and nobody gets the key.
-				d = max(d, 2*took)
-			}
-			if hint > 0 && hint < d {
-				// Wake when the holder's key expires, spread over a couple
-				// of milliseconds: waiters in other processes got the same
-				// hint, and arriving together splits the nodes' votes.
-				d = addSat(hint, rand.N(2*time.Millisecond))
-			}
+			d = retryWait(d, hint, took)
 			offer = c.waiters.offer(q, ttl, lc)
 			for {
 				c.waiters.present(q, c.nodeTimeout(ttl))
@@ -373,6 +359,25 @@ var (
 	errNoValidity    = errors.New("redlock: quorum reached after the validity ran out")
 	errNoFenceQuorum = errors.New("redlock: fence counters could not be raised on a quorum")
 )
+
+// retryWait is how long a waiter sleeps before its next try: the backoff
+// d, but after a refusal by another value (hint, the holder's key's time
+// left) at least twice as long as the last attempt took — a holder, or the
+// winner of a split vote, which needs about that long to ask the others'
+// nodes again: retrying sooner takes those nodes from under it, and nobody
+// gets the key — and no later than the holder's key expires, spread over a
+// couple of milliseconds (waiters in other processes got the same hint,
+// and arriving together splits the nodes' votes).
+func retryWait(d, hint, took time.Duration) time.Duration {
+	if hint <= 0 {
+		return d
+	}
+	d = max(d, mulSat(took, 2))
+	if hint < d {
+		d = addSat(hint, rand.N(2*time.Millisecond))
+	}
+	return d
+}
 
 // lastNodeErrors is err's node errors, or last when it has none (an
 // attempt that ctx cut short before any node failed).

@@ -88,6 +88,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.observer = safeObserver{o: cfg.observer, logger: cfg.logger}
 	c := &Client{
 		cfg:     cfg,
 		nodes:   make([]node, len(nodes)),

@@ -133,10 +133,12 @@ func (l *Lock) end(lost bool) {
 
 // Extend sets the hold's TTL to ttl on a quorum of nodes, only where the key
 // still holds this hold's value (a vanished key is never re-created). On
-// success Until moves to the attempt's start + ttl − drift. When fewer than a
-// quorum still hold it, or no validity would be left, Extend returns
-// ErrLockLost and Done closes; so it does, without a call, once the Client's
-// Close began.
+// success Until moves to the attempt's start + ttl − drift. When a quorum
+// says the hold is gone (refused), or no validity would be left, Extend
+// returns ErrLockLost and Done closes; so it does, without a call, once the
+// Client's Close began. When nodes failed and the rest left the outcome
+// open, it returns [ErrOutcomeUnknown] with their [*NodeError]s, and the
+// hold goes on until Until (Done closes then, unless an Extend succeeds).
 //
 // If ctx ends before the outcome is known, Extend returns
 // [ErrOutcomeUnknown] joined with ctx.Err(). The
@@ -149,15 +151,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.a.c.checkArgs(l.a.key, ttl); err != nil {
 		return err
 	}
-	return l.extend(ctx, ttl, false)
+	return l.extend(ctx, ttl)
 }
 
-// extend is Extend. With keepUnknown, node failures that leave a quorum neither
-// confirmed nor denied (errors, timeouts) return their *NodeErrors, and the
-// hold goes on until its Until, which the calls sent may have shortened:
-// only a quorum of refusals, or no validity left, is [ErrLockLost] then
-// (the watchdog's rule, see watchdog.go).
-func (l *Lock) extend(ctx context.Context, ttl time.Duration, keepUnknown bool) error {
+// extend is Extend, for the caller and the watchdog alike. Node failures
+// that leave a quorum neither confirmed nor denied (errors, timeouts) are
+// [ErrOutcomeUnknown] with their *NodeErrors, and the hold goes on until
+// its Until, which the calls sent may have shortened: only a quorum of
+// refusals, or no validity left, is [ErrLockLost].
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	c := l.a.c
 	select {
 	case l.serial <- struct{}{}:
@@ -184,6 +186,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, keepUnknown bool) 
 	// A PEXPIRE may land any time once sent, whatever this call returns: a
 	// shorter end counts from now on, and stays unless a quorum confirms.
 	l.mu.Lock()
+	if l.auto && !l.extending && start.Add(ttl/3).Before(l.extendAt) {
+		// The caller's Extend to a shorter TTL: the watchdog's next
+		// extension comes a third of it from now, not after its end.
+		l.extendAt = start.Add(ttl / 3)
+	}
 	if until.Before(l.until) {
 		l.setUntilLocked(until)
 	}
@@ -194,8 +201,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, keepUnknown bool) 
 	if ctxErr != nil && oks < c.quorum {
 		return join(ErrOutcomeUnknown, ctxErr)
 	}
-	if keepUnknown && oks < c.quorum && refused <= len(c.all)-c.quorum {
-		return join(errs...) // not a quorum of refusals: errs is not empty
+	if oks < c.quorum && refused <= len(c.all)-c.quorum {
+		// Not a quorum of refusals: errs is not empty.
+		return join(append([]error{ErrOutcomeUnknown}, errs...)...)
 	}
 	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
 		l.end(true)

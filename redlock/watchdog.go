@@ -80,7 +80,7 @@ func (l *Lock) watchdogExtend() {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), tryBound(c.nodeTimeout(ttl)))
 	defer cancel()
-	err = l.extend(ctx, ttl, true)
+	err = l.extend(ctx, ttl)
 	if err != nil && !errors.Is(err, ErrLockLost) {
 		c.cfg.logger.Debug("redlock: extension failed, to be tried again while validity is left",
 			"key", l.a.key, "token", l.token, "err", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -89,5 +90,50 @@ func TestConcurrentExtendsKeepUntilHonest(t *testing.T) {
 			t.Fatalf("iteration %d: Until() is %v after the time by which a quorum drops the key",
 				i, until.Sub(kept))
 		}
+	}
+}
+
+// TestExtendOnFrozenNodesIsOutcomeUnknown: a user's Extend whose nodes
+// time out (2 of 3 frozen: their keys still hold the value) does not know
+// whether the hold is gone. README's error table and ErrOutcomeUnknown's
+// doc say so: "Extend/Unlock were sent, but ctx ended or nodes failed
+// before a quorum answered". The hold is on all 3 nodes with validity
+// left, so Done must stay open and the error must not be ErrLockLost.
+func TestExtendOnFrozenNodesIsOutcomeUnknown(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	c := r.client(t, redlock.WithClock(fake))
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.settled(t, "k", l.Value())
+	for _, p := range r.procs[1:] {
+		if err := p.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range r.procs[1:] {
+			_ = p.Resume()
+		}
+	})
+	err = l.Extend(ctx, time.Minute)
+	for _, p := range r.procs[1:] {
+		if err := p.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.holders(t, "k", l.Value()); n < c.Quorum() {
+		t.Fatalf("the hold is on %d nodes, want a quorum (it was never released)", n)
+	}
+	if errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, redlock.ErrOutcomeUnknown) {
+		t.Errorf("Extend with 2 of 3 nodes frozen: %v; want ErrOutcomeUnknown, not ErrLockLost (the hold is on all 3 nodes)", err)
+	}
+	select {
+	case <-l.Done():
+		t.Errorf("Done closed on node errors alone, with %v of validity left and the hold on a quorum", l.TTL())
+	default:
 	}
 }

@@ -208,3 +208,40 @@ func sleepingHead(t *testing.T) (r *rig, fake *clock.Fake, c *redlock.Client, ct
 	}
 	return r, fake, c, ctx, head
 }
+
+// TestQueuedLockSleepsTwiceItsAttemptAfterARefusal: RetryStrategy's doc
+// says "After a refusal it sleeps at least twice as long as that attempt
+// took (unless a release wakes it)", on the client clock, where the head's
+// loop applies it (acquire.go Lock: d = max(d, 2*took)). A Lock queued behind
+// a local head retries with its own strategy but without that floor: with
+// a zero backoff it asks the nodes again at once after each refusal, so
+// many queued waiters hammer the nodes and take them from under a split
+// vote's winner. Here the client clock never moves: a queued waiter with
+// LimitRetry(0-backoff, 5) must still be sleeping after its first refusal.
+func TestQueuedLockSleepsTwiceItsAttemptAfterARefusal(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	c := r.client(t, redlock.WithClock(fake))
+	r.holdByHand(t, "k", "holder")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	go func() {
+		_, _ = c.Lock(ctx, "k", 10*time.Second, redlock.WithLockRetry(fixedBackoff(time.Hour)))
+	}()
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // the head sleeps
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k", 10*time.Second, redlock.WithLockRetry(redlock.LimitRetry(fixedBackoff(0), 5)))
+		if err == nil {
+			_ = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the queued waiter made its 6 tries with the client clock stopped (no sleep after a refusal) and returned %v", err)
+	case <-time.After(2 * time.Second): // a bound: it should still be asleep
+	}
+}

@@ -373,3 +373,44 @@ func TestCloseStopsTheScheduler(t *testing.T) {
 		t.Fatalf("%d timers armed after Close: the scheduler still waits", n)
 	}
 }
+
+// TestWatchdogOutlivesAShorterExtend: an auto-extended hold that the
+// caller extends with a shorter TTL than its own (less than a third of it)
+// is still the watchdog's to keep ("extend the hold about every third of
+// its TTL until Unlock"): its next extension comes a third of the new TTL
+// in. (It stayed due a third of the original TTL after its last one, after
+// the new Until: Done closed at Until with the nodes healthy.)
+func TestWatchdogOutlivesAShorterExtend(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	ev := newEventLog()
+	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev))
+	ctx := t.Context()
+	ttl := time.Minute
+	l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := l.Done()
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Step the clock a second at a time up to past the new Until. The
+	// watchdog's next extension is due a third of the new TTL in: once the
+	// clock passed that, wait (in real time) for it to land, since the
+	// extension runs on a worker and the fake clock would outrun it.
+	for i := 1; i <= 12; i++ {
+		if err := fake.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		fake.Advance(time.Second)
+		if time.Duration(i)*time.Second == 4*time.Second {
+			ev.awaitN(t, time.Now().Add(5*time.Second), "extended", 2, isKind("extended"))
+		}
+		select {
+		case <-done:
+			t.Fatalf("Done closed %v after a 10s Extend of a 1m AutoExtend hold on healthy nodes; events %v", time.Duration(i)*time.Second, ev.all())
+		default:
+		}
+	}
+}

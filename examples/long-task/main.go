@@ -1,8 +1,10 @@
 // Command long-task runs a job that outlives its lock's TTL with Do: a
-// watchdog extends the lock every TTL/3 while the job runs, and the moment an
-// extension fails the job's ctx is cancelled, so it stops before it could
-// write without a lock. To show that, it kills a majority of the (locally
-// started) nodes in the middle of the job.
+// watchdog extends the lock every TTL/3 while the job runs, and the moment
+// the lock is lost — a quorum of nodes says it is gone, or its validity runs
+// out while extensions keep failing (a failed extension is retried) — the
+// job's ctx is cancelled, so it stops before it could write without a lock.
+// To show that, it kills a majority of the (locally started) nodes in the
+// middle of the job.
 //
 // With --nodes it does not kill servers it did not start: it runs the job for
 // three TTLs on extensions alone and releases the lock.
@@ -78,11 +80,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					return ctx.Err() // cancelled from outside (Ctrl-C), lock still held
 				}
 				// Do cancels ctx when l.Done() closes. With validity left,
-				// that was a failed extension, not an expiry.
-				why := fmt.Sprintf("an extension reached fewer than %d of %d nodes, with %v of validity left",
-					locks.Quorum(), locks.Nodes(), l.TTL().Round(time.Millisecond))
+				// a quorum of nodes said the hold is gone; else the
+				// extensions kept failing until the validity ran out.
+				why := fmt.Sprintf("a quorum of nodes said it is gone, with %v of validity left",
+					l.TTL().Round(time.Millisecond))
 				if l.TTL() <= 0 {
-					why = "its validity ran out before an extension succeeded"
+					why = fmt.Sprintf("its validity ran out while extensions failed (fewer than %d of %d nodes answered)",
+						locks.Quorum(), locks.Nodes())
 				}
 				tl.printf("task ctx cancelled: %v; the lock was lost: %s", ctx.Err(), why)
 				return ctx.Err()

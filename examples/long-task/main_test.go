@@ -30,13 +30,13 @@ func TestRunCancelsTheTaskWhenAMajorityDies(t *testing.T) {
 		t.Fatalf("run: %v\noutput:\n%s", err, &out)
 	}
 	s := out.String()
-	// Only the loss may cancel the task: an extension that failed with
-	// validity left, not "its validity ran out".
+	// Only the loss may cancel the task: killed nodes do not say the hold
+	// is gone, so the watchdog retries until the validity runs out.
 	want := regexp.MustCompile(`(?s)task started under token=[1-9].*` +
 		`extended by the watchdog.*extended by the watchdog.*` +
 		`t=\+(\d+)ms +killed 2 of 3 nodes.*` +
 		`t=\+(\d+)ms +task ctx cancelled: context canceled; the lock was lost: ` +
-		`an extension reached fewer than 2 of 3 nodes, with (\S+) of validity left\n.*` +
+		`its validity ran out while extensions failed \(fewer than 2 of 3 nodes answered\)\n.*` +
 		`Do returned ".*redlock: lock lost.*": errors.Is\(err, redlock.ErrLockLost\) = true`)
 	m := want.FindStringSubmatch(s)
 	if m == nil {
@@ -44,18 +44,11 @@ func TestRunCancelsTheTaskWhenAMajorityDies(t *testing.T) {
 	}
 	ttl, nodeTimeout := durationIn(t, s, `ttl=(\S+):`), durationIn(t, s, `node timeout=(\S+)\n`)
 	killed, cancelled := msIn(t, m[1]), msIn(t, m[2])
-	left, err := time.ParseDuration(m[3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cancelled the moment the lock was lost: at the first extension after
-	// the kill (one watchdog period, and that extension's own time, bounded
-	// by two node timeouts), well before the validity would run out.
-	if took, bound := cancelled-killed, ttl/3+4*nodeTimeout; took > bound {
+	// Cancelled when the validity ran out: at most a TTL after the kill
+	// (the validity left then), and the watchdog's clock and the scheduler's
+	// turn after it, bounded by a few node timeouts.
+	if took, bound := cancelled-killed, ttl+4*nodeTimeout; took > bound {
 		t.Errorf("the task was cancelled %v after the kill, want within %v (ttl %v):\n%s", took, bound, ttl, s)
-	}
-	if left < ttl/3 {
-		t.Errorf("the task was cancelled with %v of validity left, want at least %v (ttl %v):\n%s", left, ttl/3, ttl, s)
 	}
 }
 

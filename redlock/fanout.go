@@ -18,11 +18,13 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 	script *redis.Script, keys []string, args ...any) (oks, refused int, errs []error, ctxErr error) {
 	votes := make(voteSink, len(nodes))
 	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
-	return c.count(ctx, votes, len(nodes), need)
+	return c.count(ctx, votes, len(nodes), need, 0)
 }
 
-// count collects a fan-out's votes from n nodes (see fanout).
-func (c *Client) count(ctx context.Context, votes voteSink, n, need int) (oks, refused int, errs []error, ctxErr error) {
+// count collects a fan-out's votes from n nodes (see fanout). With lostAt >
+// 0 it returns early only on need oks or lostAt refusals, else once every
+// node answered: an outcome that must tell "refused" from "unknown".
+func (c *Client) count(ctx context.Context, votes voteSink, n, need, lostAt int) (oks, refused int, errs []error, ctxErr error) {
 	fails := 0
 	tally := func(v vote) {
 		switch {
@@ -35,7 +37,12 @@ func (c *Client) count(ctx context.Context, votes voteSink, n, need int) (oks, r
 			fails++
 		}
 	}
-	decided := func() bool { return oks >= need || fails > n-need }
+	decided := func() bool {
+		if lostAt > 0 {
+			return oks >= need || fails-len(errs) >= lostAt
+		}
+		return oks >= need || fails > n-need
+	}
 	for range n {
 		if decided() {
 			return oks, fails - len(errs), errs, nil

@@ -196,8 +196,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Unlock()
 	l.a.extending(ttl)
-	oks, refused, errs, ctxErr := c.fanout(ctx, c.all, c.quorum, c.nodeTimeout(ttl),
-		extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
+	// Lost needs a quorum to say so (more refusals than N − quorum): short
+	// of that, the answers still out decide between lost and unknown.
+	votes := make(voteSink, len(c.all))
+	c.newGroup(votes, c.nodeTimeout(ttl), c.all, extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds()).start()
+	oks, refused, errs, ctxErr := c.count(ctx, votes, len(c.all), c.quorum, len(c.all)-c.quorum+1)
 	if ctxErr != nil && oks < c.quorum {
 		return join(ErrOutcomeUnknown, ctxErr)
 	}
@@ -349,7 +352,7 @@ func (l *Lock) release(ctx context.Context, nodes []int, already func() int, han
 	args := []any{l.a.value, releaseChannel(l.a.key), next}
 	sink := owing{votes: votes, c: c, keys: l.a.lockKey(), args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout}
 	c.newGroup(sink, l.a.timeout, nodes, releaseScript, l.a.lockKey(), args...).start()
-	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), max(c.quorum-before, 0))
+	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), max(c.quorum-before, 0), 0)
 	c.waiters.wake(l.a.key, l.a.value, deferred)
 	if already != nil {
 		n := already()

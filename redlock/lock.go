@@ -186,10 +186,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	// A PEXPIRE may land any time once sent, whatever this call returns: a
 	// shorter end counts from now on, and stays unless a quorum confirms.
 	l.mu.Lock()
-	if l.auto && !l.extending && start.Add(ttl/3).Before(l.extendAt) {
+	if next := thirdOf(start, until); l.auto && !l.extending && next.Before(l.extendAt) {
 		// The caller's Extend to a shorter TTL: the watchdog's next
-		// extension comes a third of it from now, not after its end.
-		l.extendAt = start.Add(ttl / 3)
+		// extension comes a third of its validity from now, not after its end.
+		l.extendAt = next
 	}
 	if until.Before(l.until) {
 		l.setUntilLocked(until)

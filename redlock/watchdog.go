@@ -13,12 +13,13 @@ import (
 // node errors or timeouts says neither, so it is tried again while another
 // try can still land within the validity (see retryAt).
 
-// startWatchdog schedules the hold's first extension, a third of its TTL
-// from now. A Client that is closed already ends the hold at once.
+// startWatchdog schedules the hold's first extension, a third of its
+// validity from now. A Client that is closed already ends the hold at once.
 func (l *Lock) startWatchdog() {
 	l.mu.Lock()
 	l.auto = true
-	l.extendAt = l.a.c.cfg.clock.Now().Add(l.a.ttl / 3)
+	now := l.a.c.cfg.clock.Now()
+	l.extendAt = thirdOf(now, l.until)
 	scheduled := l.scheduleLocked()
 	l.mu.Unlock()
 	if !scheduled {
@@ -67,7 +68,7 @@ func (l *Lock) watchdogExtend() {
 		l.extending = false
 		switch {
 		case err == nil: // its validity counts from start
-			l.extendAt = start.Add(ttl / 3)
+			l.extendAt = thirdOf(start, l.until)
 		case errors.Is(err, ErrLockLost): // extend ended the hold
 		default:
 			l.extendAt = l.retryAtLocked(start)
@@ -107,4 +108,12 @@ func (l *Lock) retryAtLocked(start time.Time) time.Time {
 		return time.Time{}
 	}
 	return start.Add(room / 2)
+}
+
+// thirdOf is when a third of the validity from start to until has passed:
+// the watchdog's next extension, which leaves two thirds for it and its
+// retries (a third of the TTL would be after until with a large drift
+// factor, or after a caller's Extend to a shorter TTL).
+func thirdOf(start, until time.Time) time.Time {
+	return start.Add(max(until.Sub(start), 0) / 3)
 }

@@ -414,3 +414,52 @@ func TestWatchdogOutlivesAShorterExtend(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchdogKeepsAHoldUnderALargeDriftFactor: a drift factor is valid in
+// [0, 1) (WithDriftFactor), and AutoExtend's watchdog extends "about every
+// third of its TTL until Unlock". With a factor of 0.7 the validity is
+// 0.3·ttl − 2ms, shorter than the third of the TTL at which the first
+// extension is due (watchdog.go startWatchdog): every auto-extended hold
+// ends at Until, on healthy nodes, without one extension tried.
+func TestWatchdogKeepsAHoldUnderALargeDriftFactor(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	ev := newEventLog()
+	// Nodes healthy: a node timeout no loaded machine outlasts, so that only
+	// the schedule can lose the hold.
+	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithDriftFactor(0.7),
+		redlock.WithNodeTimeout(2*time.Second))
+	ctx := t.Context()
+	const ttl = 10 * time.Second
+	l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := l.Done()
+	for i := range 10 { // to ttl/2 on the client clock, past the first Until
+		// The scheduler waits on the clock; none waits once the hold ended.
+		bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fake.BlockUntilContext(bctx, 1)
+		bcancel()
+		select {
+		case <-done:
+			t.Fatalf("Done closed by %v; events %v", time.Duration(i)*ttl/20, ev.all())
+		default:
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Before a step that would cross Until, let an extension that fell
+		// due land first (bounded: none may be on its way).
+		for deadline := time.Now().Add(5 * time.Second); l.TTL() <= ttl/20 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // polling the hold, bounded
+		}
+		fake.Advance(ttl / 20)
+		select {
+		case <-done:
+			t.Fatalf("Done closed %v into a %v AutoExtend hold with drift factor 0.7, nodes healthy; events %v",
+				time.Duration(i+1)*ttl/20, ttl, ev.all())
+		default:
+		}
+	}
+}

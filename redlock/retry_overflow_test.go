@@ -124,9 +124,10 @@ func TestLockLongBackoffPastTheInt64Range(t *testing.T) {
 	}
 	// 20s·2^29 is past the int64 range: attempts 30 and on overflowed.
 	const stop = 34
-	// Each attempt sleeps at most the holder's PTTL plus a jitter of 2ms,
-	// and takes at most a node timeout and its grace on the wire.
-	bound := stop * (holderTTL + 2*time.Millisecond + 2*nt)
+	// Each attempt sleeps at most the holder's PTTL plus a jitter of 2ms
+	// (or twice the attempt, after a refusal), and takes at most a node
+	// timeout and its grace on the wire: three node timeouts with the sleep.
+	bound := stop * (holderTTL + 2*time.Millisecond + 4*nt)
 	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
 	retry := &countingRetry{s: redlock.ExponentialBackoff(20*time.Second, time.Minute), stop: stop, cancel: cancel}

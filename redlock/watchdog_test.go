@@ -384,7 +384,9 @@ func TestWatchdogOutlivesAShorterExtend(t *testing.T) {
 	r := newRig(t, 3)
 	fake := clock.NewFake(epoch)
 	ev := newEventLog()
-	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev))
+	// Nodes healthy: a node timeout no loaded machine outlasts, so that only
+	// the schedule can lose the hold.
+	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(2*time.Second))
 	ctx := t.Context()
 	ttl := time.Minute
 	l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())

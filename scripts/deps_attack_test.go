@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func TestDepsInterruptedRemovesItsPolicy(t *testing.T) {
 // to that group once the install runs; it returns once the script exited.
 func interrupt(t *testing.T, e stubEnv, installing string, sig syscall.Signal) {
 	t.Helper()
+	caught(t, sig)
 	var out bytes.Buffer
 	cmd := exec.Command(e.bash, "deps.sh", "demo")
 	cmd.Env = e.vars
@@ -96,6 +98,22 @@ func interrupt(t *testing.T, e stubEnv, installing string, sig syscall.Signal) {
 		<-exited
 		t.Fatalf("deps.sh still ran 10s after %v", sig)
 	}
+}
+
+// caught has this process catch sig until the test ends, so that the
+// processes it starts get sig's default action, as under a terminal. A
+// signal ignored here (the test run under nohup, or in the background of a
+// shell, as a CI runner may start it) stays ignored in the script, which
+// cannot trap it: a hang-up then rightly leaves it running, and the test
+// would tell nothing.
+func caught(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if sig == syscall.SIGKILL {
+		return // neither ignored nor caught
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig)
+	t.Cleanup(func() { signal.Stop(ch) })
 }
 
 // TestDepsRemovesThePolicyAKilledRunLeft: a run killed outright (SIGKILL: a

@@ -29,8 +29,13 @@ calls setsid, since an orphan is re-parented to the supervisor, not to init.
 The tree is all of them, and the lock is released only once it is gone:
   - COMMAND exits: what it left running gets SIGTERM, then SIGKILL after
     --grace; the exit status is COMMAND's.
-  - The lock is lost (extensions fail, validity runs out): the whole tree
-    gets SIGTERM and SIGCONT, then SIGKILL after --grace (exit 70).
+  - The lock is lost (an extension finds it on fewer than a majority of
+    the nodes): the whole tree gets SIGTERM and SIGCONT, then SIGKILL
+    after --grace (exit 70).
+  - Extensions fail (nodes down, unreachable or slow): they are retried
+    while validity is left. If none succeeds by the supervisor's deadline
+    (below), the supervisor kills the tree with SIGKILL (exit 70; the
+    message names the nodes that failed).
   - The supervisor does not answer in time: it is stopped (kill -STOP, a
     debugger, strace) or hung. Each answer fencedlock needs from it is due
     a tenth of --ttl (the time a kill is given) after the supervisor had
@@ -180,13 +185,16 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // runObserver tells the runner when the lock was extended, so that it can
-// pass the new end of validity to the supervisor.
+// pass the new end of validity to the supervisor. Its nodeLog keeps the
+// node errors since the last extension: those of the extensions that
+// failed, which explain a lock lost (lost.go).
 type runObserver struct {
 	*nodeLog
 	extended chan struct{} // buffered: one pending value is enough
 }
 
 func (o *runObserver) Extended(string, uint64) {
+	o.reset()
 	select {
 	case o.extended <- struct{}{}:
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,20 +246,35 @@ func attemptLatency(t *testing.T, c *cluster) time.Duration {
 	return best
 }
 
+// TestRunLockLost loses the lock both ways the watchdog ends a hold. Nodes
+// that die fail the extensions, which are retried: the supervisor kills the
+// tree (SIGKILL) at its deadline, a fifth of --ttl before the validity's
+// end, and the message names the nodes. A key gone from a quorum makes the
+// next extension end the hold: the tree gets SIGTERM, SIGKILL after --grace.
 func TestRunLockLost(t *testing.T) {
+	const ttl = 3 * time.Second
 	cases := []struct {
 		name     string
+		kill     bool // nodes 0 and 1 die; else the key is deleted from them
 		stubborn bool // the child ignores SIGTERM
 		tree     bool // the command has a child and a daemon of its own
 		grace    time.Duration
-		msg      string
+		msgs     []string // besides, when nodes die, their addresses
 	}{
-		{"child stops on SIGTERM", false, false, 5 * time.Second, "lost while the command ran"},
-		{"SIGKILL after grace", true, false, 300 * time.Millisecond, "SIGKILL"},
-		{"the whole tree is stopped", false, true, 5 * time.Second, "lost while the command ran"},
+		{"nodes die: killed at the deadline", true, false, false, 5 * time.Second,
+			[]string{"lost while the command ran: extensions failed", "the command was killed (SIGKILL)"}},
+		{"nodes die: the whole tree is killed", true, false, true, 5 * time.Second,
+			[]string{"lost while the command ran: extensions failed", "the command was killed (SIGKILL)"}},
+		{"gone on a quorum: child stops on SIGTERM", false, false, false, 5 * time.Second,
+			[]string{"lost while the command ran: an extension found it on fewer than a quorum", "command ended (signal: SIGTERM)"}},
+		{"gone on a quorum: SIGKILL after grace", false, true, false, 300 * time.Millisecond,
+			[]string{"lost while the command ran: an extension found it on fewer than a quorum", "running 300ms after SIGTERM: SIGKILL"}},
+		{"gone on a quorum: the whole tree is stopped", false, false, true, 5 * time.Second,
+			[]string{"lost while the command ran: an extension found it on fewer than a quorum", "SIGTERM"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			const key = "job:lost"
 			c := newCluster(t, 3)
 			argv, started := blockingChild(t, tc.stubborn)
 			dir := t.TempDir()
@@ -267,28 +283,41 @@ func TestRunLockLost(t *testing.T) {
 			}
 			// A node call gets ttl/20: on a loaded machine, less risks losing the
 			// lock before the command runs.
-			flags := []string{"--ttl", "3s", "--grace", tc.grace.String()}
-			ch := start(t.Context(), runArgs(c, "job:lost", flags, argv)...)
+			flags := []string{"--ttl", ttl.String(), "--grace", tc.grace.String()}
+			ch := start(t.Context(), runArgs(c, key, flags, argv)...)
 			var pids []int
 			if tc.tree {
 				pids = startedTree(t, dir).pids()
 			} else {
 				pids = []int{started()}
 			}
-			killed := time.Now()
-			_ = c.procs[0].Kill()
-			_ = c.procs[1].Kill()
+			lost := time.Now()
+			want := slices.Clone(tc.msgs)
+			// The supervisor's deadline comes at most 4/5 of the ttl after the last
+			// extension, which began before the nodes died; a second for the load.
+			bound := ttl + time.Second
+			if tc.kill {
+				_ = c.procs[0].Kill()
+				_ = c.procs[1].Kill()
+				want = append(want, "node "+c.procs[0].Addr()+": ", "node "+c.procs[1].Addr()+": ")
+			} else {
+				for _, rdb := range c.rdbs[:2] {
+					if err := rdb.Del(t.Context(), key).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				bound = ttl/3 + tc.grace + 3*time.Second // the next extension, then the grace period
+			}
 			r := await(t, ch, 15*time.Second)
 			if r.code != exitLockLost {
 				t.Fatalf("exit %d, want %d; stderr %q", r.code, exitLockLost, r.stderr)
 			}
-			// ttl/3 to the failing extension, then the grace period.
-			if d := time.Since(killed); d > tc.grace+4*time.Second {
-				t.Errorf("the command was stopped %v after the nodes died", d)
+			if d := time.Since(lost); d > bound {
+				t.Errorf("the command was stopped %v after the lock was lost, want within %v", d, bound)
 			}
-			for _, want := range []string{tc.msg, c.procs[0].Addr()} {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr %q lacks %q", r.stderr, want)
+			for _, w := range want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
 				}
 			}
 			for _, pid := range pids {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,7 +55,7 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	r.cont = make(chan os.Signal, 1)
 	signal.Notify(r.cont, syscall.SIGCONT) // fg, bg
 	defer signal.Stop(r.cont)
-	r.log.reset() // from here on, node errors explain a lost lock
+	r.log.reset() // from here on, node errors explain a lost lock (lost.go)
 	env := append(os.Environ(),
 		"FENCEDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"FENCEDLOCK_KEY="+l.Key())
@@ -131,13 +130,10 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 			r.stopSelf()
 		case <-lost:
 			lost = nil
-			r.lost = true
-			why := ""
-			if failed := r.log.failed(r.addrs); len(failed) > 0 {
-				why = " (" + strings.Join(failed, "; ") + ")"
+			if !r.lost { // else the tree was killed at the supervisor's deadline, and said so
+				r.lost = true
+				r.lostByDone()
 			}
-			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) lost while the command ran%s; stopping it: SIGTERM, SIGKILL after %v\n",
-				l.Key(), l.Token(), why, r.grace)
 			r.stop()
 		case <-done:
 			done = nil
@@ -215,7 +211,7 @@ func (r *runner) event(e supEvent, suspending bool) {
 		case "asked":
 		case "deadline":
 			r.lost = true
-			fmt.Fprintf(r.stderr, "fencedlock: lock %q (token %d) ran out of validity: the command was killed (SIGKILL)\n", l.Key(), l.Token())
+			r.lostByDeadline()
 		default:
 			fmt.Fprintf(r.stderr, "fencedlock: command still running %v after SIGTERM: SIGKILL\n", r.grace)
 		}

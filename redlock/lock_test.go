@@ -25,7 +25,9 @@ func TestTryLockUnlock(t *testing.T) {
 	if got := r.holders(t, "orders:42", l.Value()); got < c.Quorum() {
 		t.Fatalf("%d nodes hold the key, want >= %d", got, c.Quorum())
 	}
-	// The lock key is the user's key, with a TTL.
+	// The lock key is the user's key, with a TTL (on every node, once the
+	// grants after the quorum landed: TryLock decides at the quorum).
+	r.settled(t, "orders:42", l.Value())
 	if pttl := r.clients[0].PTTL(ctx, "orders:42").Val(); pttl <= 0 || pttl > 10*time.Second {
 		t.Fatalf("PTTL %v", pttl)
 	}

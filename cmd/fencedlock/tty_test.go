@@ -87,9 +87,15 @@ func TestRunCommandStoppedByTerminalRead(t *testing.T) {
 	if e := j.event(t, 3*ttl, "exited "); e != want {
 		t.Errorf("job %s, want %s; terminal:\n%s", e, want, j.output())
 	}
+	// The exit comes on the events pipe, the message on the terminal: the
+	// terminal's last output may still be on its way.
 	for _, msg := range []string{"stopped by SIGTTIN", "--foreground"} {
-		if !strings.Contains(j.output(), msg) {
-			t.Errorf("terminal lacks %q:\n%s", msg, j.output())
+		for deadline := time.Now().Add(ttl); !strings.Contains(j.output(), msg); {
+			if time.Now().After(deadline) {
+				t.Errorf("terminal lacks %q:\n%s", msg, j.output())
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // polling the terminal's output, bounded
 		}
 	}
 	if !gone(pid) {

@@ -61,24 +61,9 @@ func TestWatchdogRetriesAfterNodeErrors(t *testing.T) {
 		{"all 3 frozen", 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, tc.nodes)
-			fake := clock.NewFake(epoch)
-			ev := newEventLog()
-			logs := newTransitions()
-			nt := roomyNodeTimeout(measureRTT(t, r.clients))
-			c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt),
-				redlock.WithLogger(slog.New(logs)))
+			w := newWatchedHold(t, tc.nodes)
+			r, fake, ev, logs, c, nt, ttl, l, done := w.r, w.fake, w.ev, w.logs, w.c, w.nt, w.ttl, w.l, w.done
 			ctx := t.Context()
-			// A validity long enough for a retry after a failed try: the
-			// watchdog's first extension at ttl/3, its retry halfway
-			// through what is left beyond two node timeouts.
-			ttl := 30 * nt
-			l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.settled(t, "k", l.Value())
-			done := l.Done()
 			if err := fake.BlockUntilContext(ctx, 1); err != nil { // the scheduler waits
 				t.Fatal(err)
 			}
@@ -187,21 +172,9 @@ func TestWatchdogLosesAHoldThatAQuorumDenies(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, 5)
-			fake := clock.NewFake(epoch)
-			ev := newEventLog()
-			logs := newTransitions()
-			nt := roomyNodeTimeout(measureRTT(t, r.clients))
-			c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt),
-				redlock.WithLogger(slog.New(logs)))
+			w := newWatchedHold(t, 5)
+			r, fake, ev, c, ttl, l, done := w.r, w.fake, w.ev, w.c, w.ttl, w.l, w.done
 			ctx := t.Context()
-			ttl := 30 * nt
-			l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.settled(t, "k", l.Value())
-			done := l.Done()
 			tc.deny(ctx, r, c.Quorum())
 			if err := fake.BlockUntilContext(ctx, 1); err != nil {
 				t.Fatal(err)
@@ -464,4 +437,37 @@ func TestWatchdogKeepsAHoldUnderALargeDriftFactor(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// watchedHold is an auto-extended hold of "k", watched (Done), on n real
+// nodes and a fake clock, with its Client's events and node transitions.
+type watchedHold struct {
+	r    *rig
+	fake *clock.Fake
+	ev   *eventLog
+	logs *transitions
+	c    *redlock.Client
+	nt   time.Duration // the node timeout: roomy for the machine's round trips
+	ttl  time.Duration
+	l    *redlock.Lock
+	done <-chan struct{}
+}
+
+func newWatchedHold(t *testing.T, n int) *watchedHold {
+	t.Helper()
+	w := &watchedHold{r: newRig(t, n), fake: clock.NewFake(epoch), ev: newEventLog(), logs: newTransitions()}
+	w.nt = roomyNodeTimeout(measureRTT(t, w.r.clients))
+	w.c = w.r.client(t, redlock.WithClock(w.fake), redlock.WithObserver(w.ev), redlock.WithNodeTimeout(w.nt),
+		redlock.WithLogger(slog.New(w.logs)))
+	// A validity long enough for a retry after a failed try: the watchdog's
+	// first extension a third of the way in, its retry halfway through what
+	// is left beyond two node timeouts.
+	w.ttl = 30 * w.nt
+	var err error
+	if w.l, err = w.c.TryLock(t.Context(), "k", w.ttl, redlock.AutoExtend()); err != nil {
+		t.Fatal(err)
+	}
+	w.r.settled(t, "k", w.l.Value())
+	w.done = w.l.Done()
+	return w
 }

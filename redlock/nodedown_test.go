@@ -154,14 +154,7 @@ func splitTry(t *testing.T, r *rig, c *redlock.Client, key string, ttl time.Dura
 func TestKilledNodeCostsNothing(t *testing.T) {
 	const ttl = 10 * time.Second // the default node timeout: ttl/20 = 500ms
 	const nodeTimeout = ttl / 20
-	r := newRig(t, 3)
-	warmUp(t, r.clients)
-	logs := newTransitions()
-	c, err := redlock.New(r.clients, redlock.WithLogger(slog.New(logs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	r, c, logs := defaultsRig(t)
 
 	// The same shape with every node up, held on nodes 0 and 2: one grant,
 	// two refusals, the grant released; the slowest of a few.
@@ -213,14 +206,7 @@ func TestKilledNodeCostsNothing(t *testing.T) {
 func TestRestartedNodeIsUsedAgain(t *testing.T) {
 	const ttl = 10 * time.Second
 	const nodeTimeout = ttl / 20
-	r := newRig(t, 3)
-	warmUp(t, r.clients)
-	logs := newTransitions()
-	c, err := redlock.New(r.clients, redlock.WithLogger(slog.New(logs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	r, c, logs := defaultsRig(t)
 	if err := r.procs[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -359,4 +345,19 @@ func TestNodeErrorNamesTheRealCause(t *testing.T) {
 	if named == 0 || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("TryLock: %v\nwant a NodeError that names the refused connection (%d do), and ECONNREFUSED in the chain", err, named)
 	}
+}
+
+// defaultsRig is 3 warmed-up nodes and a Client with every option default
+// but a logger that counts the node transitions.
+func defaultsRig(t *testing.T) (*rig, *redlock.Client, *transitions) {
+	t.Helper()
+	r := newRig(t, 3)
+	warmUp(t, r.clients)
+	logs := newTransitions()
+	c, err := redlock.New(r.clients, redlock.WithLogger(slog.New(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return r, c, logs
 }

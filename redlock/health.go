@@ -108,11 +108,7 @@ func (c *Client) answered(i int) {
 	}
 	since := h.since
 	h.mu.Unlock()
-	for _, r := range parked { // on the scheduler: this may run on a worker of the node
-		if !c.sched.at(c.cfg.clock.Now(), r.send) {
-			r.settle()
-		}
-	}
+	c.resend(parked)
 	if up {
 		c.cfg.logger.LogAttrs(context.Background(), slog.LevelInfo, "redlock: node up",
 			slog.Int("node", i), slog.String("addr", c.nodes[i].addr), slog.Duration("down_for", time.Since(since)))
@@ -217,11 +213,14 @@ func (c *Client) probe(i int) {
 				slog.Int("node", i), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 			h.mu.Lock()
 			h.probing = false
+			var parked []*owedRelease
 			if h.down.Load() { // no probe would lift it
 				h.down.Store(false)
 				c.downs.Add(-1)
+				parked, h.parked = h.parked, nil
 			}
 			h.mu.Unlock()
+			c.resend(parked) // the releases that waited for the mark go now
 		}
 	}()
 	for {
@@ -248,6 +247,16 @@ func (c *Client) probe(i int) {
 			case <-c.bgCtx.Done():
 			}
 			t.Stop()
+		}
+	}
+}
+
+// resend sends the releases that waited for a node's mark to lift, from
+// the scheduler: the caller may be a worker of that node.
+func (c *Client) resend(parked []*owedRelease) {
+	for _, r := range parked {
+		if !c.sched.at(c.cfg.clock.Now(), r.send) {
+			r.settle()
 		}
 	}
 }

@@ -12,6 +12,14 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
+// Values that sort after and before every hold value of this era (hold
+// values start with the time in milliseconds, UUID version 7 layout): a
+// contender's key set directly on a node wins or loses a split vote at will.
+const (
+	bigValue   = "ffffffff-ffff-7fff-bfff-ffffffffffff"
+	smallValue = "00000000-0000-7000-8000-000000000000"
+)
+
 type rig struct {
 	procs   []*redisproc.Proc
 	clients []redis.UniversalClient

@@ -15,16 +15,9 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// Attacks on the split-vote rule: a refusal names the holder's value, the
-// value with the most grants (the smaller on a tie) keeps its grants and
-// asks the other nodes again, the others step back at once.
-
-// Values that sort after and before every hold value of this era (hold
-// values start with the time in milliseconds, UUID version 7 layout).
-const (
-	bigValue   = "ffffffff-ffff-7fff-bfff-ffffffffffff"
-	smallValue = "00000000-0000-7000-8000-000000000000"
-)
+// The split-vote rule: a refusal names the holder's value, the value with
+// the most grants (the smaller on a tie) keeps its grants and asks the other
+// nodes again, the others step back at once.
 
 // scriptCalls is a go-redis hook that counts the calls of one script, and
 // runs after (when set) once each such call answered.
@@ -93,7 +86,7 @@ func splitRig(t *testing.T, key, contender string, hook redis.Hook) (*rig, *redl
 // The winner of a tie whose contender never steps back asks its node again
 // maxReasks times, then fails and leaves no grant behind, within a few node
 // timeouts; the contender's grant is untouched.
-func TestAttackSplitWinnerGivesUpCleanly(t *testing.T) {
+func TestSplitWinnerGivesUpCleanly(t *testing.T) {
 	const key = "split:winner"
 	calls := newScriptCalls(t, "acquire.lua", nil)
 	r, c := splitRig(t, key, bigValue, calls)
@@ -122,7 +115,7 @@ func TestAttackSplitWinnerGivesUpCleanly(t *testing.T) {
 }
 
 // The loser of a tie steps back at once: no re-ask, no grant left.
-func TestAttackSplitLoserStepsBack(t *testing.T) {
+func TestSplitLoserStepsBack(t *testing.T) {
 	const key = "split:loser"
 	calls := newScriptCalls(t, "acquire.lua", nil)
 	r, c := splitRig(t, key, smallValue, calls)
@@ -141,7 +134,7 @@ func TestAttackSplitLoserStepsBack(t *testing.T) {
 // The winner whose contender steps back gets the node on a re-ask: the hold
 // is real on a quorum, its token is above every counter, and Unlock clears
 // every node.
-func TestAttackSplitWinnerTakesReaskedNode(t *testing.T) {
+func TestSplitWinnerTakesReaskedNode(t *testing.T) {
 	const key = "split:taken"
 	var (
 		r      *rig
@@ -193,7 +186,7 @@ func TestAttackSplitWinnerTakesReaskedNode(t *testing.T) {
 
 // K separate Clients split the votes with a node down (killed or frozen):
 // holds never overlap, and tokens strictly increase from hold to hold.
-func TestAttackSplitContendersStaySafe(t *testing.T) {
+func TestSplitContendersStaySafe(t *testing.T) {
 	t.Parallel() // checks safety, and liveness by a wide margin: runs beside the others of its kind
 	for _, fault := range []string{"killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // second holder, wake a waiter in another Client on Unlock (the waiter's
 // backoff is on a fake clock that never moves: only the release can wake
 // it), and leave nothing behind.
-func TestAttackOddKeys(t *testing.T) {
+func TestOddKeys(t *testing.T) {
 	t.Parallel() // a fake clock and roomy bounds: runs beside the others of its kind
 	for _, tc := range []struct{ name, key string }{
 		{"empty tag", "{}"},
@@ -81,7 +81,7 @@ func TestAttackOddKeys(t *testing.T) {
 // A lock key that is itself a fence counter (the one of its own slot) can
 // never be held: its acquire would INCR the value it just set. It is bad
 // input, and must not disturb the counter other keys of the slot draw from.
-func TestAttackKeyIsFenceCounter(t *testing.T) {
+func TestFenceCounterAsLockKeyIsRejected(t *testing.T) {
 	r := newRig(t, 3)
 	c := r.client(t)
 	ctx := t.Context()

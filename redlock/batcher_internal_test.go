@@ -65,7 +65,7 @@ func TestBatchKeepsEachCallsDeadline(t *testing.T) {
 // moment it is sent, however long it waited in the queue: under load, a
 // step back whose deadline ran out in the queue, or while go-redis's pool
 // made it wait for a connection, never reached its node, and its grant
-// stayed for the whole TTL (seen in TestAttackCloseDuringCalls's trace:
+// stayed for the whole TTL (seen in TestCloseDuringCalls's trace:
 // "context deadline exceeded" on the late send). Other calls keep the
 // batch's latest deadline.
 func TestWireContextGivesAReleaseItsNodeTimeout(t *testing.T) {

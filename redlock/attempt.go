@@ -40,7 +40,6 @@ type reply struct {
 	holder    string        // refused: the value that holds the key
 	err       error
 	granted   bool
-	had       bool // a transfer's reply: the old hold was there, and is released
 }
 
 type attempt struct {
@@ -50,10 +49,9 @@ type attempt struct {
 	ttl     time.Duration
 	start   time.Time     // on the client's clock: validity counts from here
 	timeout time.Duration // each node call's deadline
-	keys    []string      // the scripts' KEYS: lock key, fence counter
+	keys    []string      // the scripts' KEYS: lock key, fence counter, waiting order, leases
+	args    []any         // acquire.lua's ARGV: value, ttl, wait start, Client id, lease
 	replies chan reply    // every answer, for the deciding caller (see startAttempt); nil once compacted
-	from    string        // a transfer's old value (see transfer.lua); "" for an acquire
-	fromTTL time.Duration // a transfer: the longest TTL the old hold was given
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
@@ -65,18 +63,16 @@ type attempt struct {
 	settled  chan struct{} // closed when pending is 0 after a decision
 	closed   bool          // settled is closed
 	deadline time.Time     // real time by which every acquire call completes
-	had      []bool        // a transfer: node i released the old hold
-	asked    bool          // the first ask went out
 	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out; nil once compacted
 	longest  time.Duration // the longest TTL the hold was given: ttl, or an Extend's
 }
 
 // holdValue is a fresh random value (a UUID) whose leading bits are since,
-// the time its caller began to wait, in milliseconds (the UUID version 7
-// layout): values sort by how long their callers have waited, which is how a
-// split vote between equally placed contenders goes to the oldest. Its last
-// four bytes are the Client's id (see clientOf), which tells waiters how
-// many processes contend for a key; 42 random bits remain.
+// the time its caller began to wait, in milliseconds on the client's clock
+// (the UUID version 7 layout): values sort by how long their callers have
+// waited, which is how a split vote between equally placed contenders goes
+// to the oldest. Its last four bytes are the Client's id; 42 random bits
+// remain. The waiting set orders waiters by the same two (see waiter).
 func holdValue(since time.Time, id [4]byte) string {
 	u := uuid.New()
 	ms := uint64(since.UnixMilli())
@@ -88,22 +84,22 @@ func holdValue(since time.Time, id [4]byte) string {
 	return u.String()
 }
 
-// clientOf is the id of the Client that made value, as holdValue wrote it:
-// its last eight characters, the id's bytes in hex.
-func clientOf(value string) string {
-	return value[max(0, len(value)-8):]
-}
-
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, from *attempt) *attempt {
+// startAttempt sends the acquire script to every node. lease is how long a
+// refused caller keeps its place in the key's waiting set (0: it does not
+// wait; see acquire.lua).
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration) *attempt {
 	n := len(c.nodes)
+	order, leases := waitKeys(key)
+	value := holdValue(since, c.id)
 	a := &attempt{
 		c:       c,
 		key:     key,
-		value:   holdValue(since, c.id),
+		value:   value,
 		ttl:     ttl,
 		start:   c.cfg.clock.Now(),
 		timeout: c.nodeTimeout(ttl),
-		keys:    []string{key, FenceKey(key)},
+		keys:    []string{key, FenceKey(key), order, leases},
+		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds()},
 		// One answer per node at most is ever unread: a node is asked
 		// again (a split vote's re-ask) only once its answer was read
 		// (tally.refusers), so answer never blocks. A held Lock keeps
@@ -112,20 +108,18 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, fr
 		answered: make([]bool, n),
 		latest:   make([]reply, n),
 		settled:  make(chan struct{}),
-		had:      make([]bool, n),
 		skipped:  make([]bool, n),
 		longest:  ttl,
-	}
-	if from != nil { // its value and TTL, not the old attempt: no chain of them stays
-		a.from, a.fromTTL = from.value, from.longestTTL()
 	}
 	a.ask(c.all)
 	return a
 }
 
-// lockKey is the lock key as a script's KEYS; fenceKey the fence counter's.
-func (a *attempt) lockKey() []string  { return a.keys[:1] }
-func (a *attempt) fenceKey() []string { return a.keys[1:] }
+// lockKey is the lock key as a script's KEYS; fenceKey the fence
+// counter's; releaseKeys release.lua's (the lock key and its waiting set).
+func (a *attempt) lockKey() []string     { return a.keys[:1] }
+func (a *attempt) fenceKey() []string    { return a.keys[1:2] }
+func (a *attempt) releaseKeys() []string { return []string{a.keys[0], a.keys[2], a.keys[3]} }
 
 // ask sends the acquire script to nodes (all of them first; a split vote's
 // winner asks the contenders' nodes again).
@@ -133,14 +127,8 @@ func (a *attempt) ask(nodes []int) {
 	a.mu.Lock()
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout) // network waits are real time
-	first := a.from != "" && !a.asked
-	a.asked = true
 	a.mu.Unlock()
-	if first { // a transfer's first ask; a split vote's winner asks again with acquire.lua
-		a.c.newGroup(a, a.timeout, nodes, transferScript, a.keys, a.value, a.ttl.Milliseconds(), a.from).start()
-		return
-	}
-	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.value, a.ttl.Milliseconds(), releaseChannel(a.key)).start()
+	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.args...).start()
 }
 
 // answer records node i's reply to an acquire call (the attempt is the sink
@@ -149,7 +137,6 @@ func (a *attempt) answer(i int, v any, err error) {
 	r := a.parse(i, v, err)
 	a.mu.Lock()
 	a.answered[i], a.latest[i] = true, r
-	a.had[i] = a.had[i] || r.had
 	state, token := a.state, a.token
 	replies := a.replies // this call is pending: not compacted
 	a.mu.Unlock()
@@ -165,15 +152,10 @@ func (a *attempt) answer(i int, v any, err error) {
 }
 
 // parse reads an acquire script's reply: {1, counter} or {0, pttl,
-// counter, holder}, counters as decimal strings (exact past 2^53); a
-// transfer's has one more element (see transfer.lua).
+// counter, holder, head}, counters as decimal strings (exact past 2^53).
 func (a *attempt) parse(i int, v any, err error) reply {
 	r := reply{node: i}
 	res, _ := v.([]any)
-	if n := len(res); a.from != "" && (n == 3 || n == 5) {
-		r.had = asInt(res[n-1]) == 1
-		res = res[:n-1]
-	}
 	switch {
 	case err != nil && strings.Contains(err.Error(), "fence counter") && strings.Contains(err.Error(), "exhausted"):
 		r.err = a.c.nodeErr(i, fmt.Errorf("%w: %v", ErrTokenExhausted, err))
@@ -182,8 +164,8 @@ func (a *attempt) parse(i int, v any, err error) reply {
 	case len(res) == 2 && asInt(res[0]) == 1:
 		r.granted = true
 		r.counter, err = asCounter(res[1])
-	case len(res) == 4 && asInt(res[0]) == 0:
-		r.holderTTL = msSat(asInt(res[1]))
+	case len(res) == 5 && asInt(res[0]) == 0:
+		r.holderTTL = max(msSat(asInt(res[1])), 0) // -2: free, another waiter is first
 		r.holder, _ = res[3].(string)
 		r.counter, err = asCounter(res[2])
 	default:
@@ -215,9 +197,6 @@ func asCounter(v any) (uint64, error) {
 // that failed) or the TTL removes it.
 func (a *attempt) late(i int, v any) {
 	r := a.parse(i, v, nil)
-	a.mu.Lock()
-	a.had[i] = a.had[i] || r.had
-	a.mu.Unlock()
 	if !r.granted {
 		return
 	}
@@ -235,9 +214,6 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 	case acquired:
 		if r.err == nil && r.counter < token {
 			a.heal(r.node, token)
-		}
-		if r.err != nil {
-			a.releaseFrom(r.node)
 		}
 	case abandoned:
 		if r.granted || mayHideGrant(r.err) {
@@ -259,9 +235,6 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		a.mu.Unlock()
 		if mayHideGrant(r.err) || (r.granted && skipped) { // sent in whatever order
 			a.stepBack(r.node)
-		}
-		if r.err != nil {
-			a.releaseFrom(r.node)
 		}
 		if r.err == nil && r.counter < token { // heal all the same
 			a.heal(r.node, token)
@@ -329,8 +302,7 @@ func (a *attempt) maybeSettleLocked() {
 // compactLocked drops what only the answers to come needed, once all are
 // in and settled and the attempt is held (acquired, or unlocked since): a
 // held Lock keeps its attempt for as long as the hold lasts. Of the
-// answers, Unlock still needs which nodes refused (refusedBy); the
-// transfer's had stays for handOn. a.mu is held.
+// answers, Unlock still needs which nodes refused (refusedBy). a.mu is held.
 func (a *attempt) compactLocked() {
 	for i, ok := range a.answered {
 		if ok && !a.latest[i].granted && a.latest[i].err == nil {
@@ -338,14 +310,6 @@ func (a *attempt) compactLocked() {
 		}
 	}
 	a.latest, a.replies, a.skipped = nil, nil, nil
-}
-
-// answers is the channel of answers for a caller other than the deciding
-// one (handOn): nil once compacted, when settled is closed.
-func (a *attempt) answers() <-chan reply {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.replies
 }
 
 // heal lifts node i's counter to token, unconditionally (see heal.lua), in
@@ -410,22 +374,9 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
-// failed is fail for tryOnce, with what the attempt saw (t). fail waits for
-// the answers still out, and the nodes that granted count all the grants
-// in by then: the decision often comes on the refusals, before the free
-// nodes answer, and a waiter counts those nodes toward its wake-up.
+// failed is fail for tryOnce, with what the attempt saw (t).
 func (a *attempt) failed(t *tally, err error) (*Lock, failure, error) {
-	f := t.failure()
-	err = a.fail(err)
-	a.mu.Lock()
-	f.granted = 0
-	for i, ok := range a.answered {
-		if ok && a.latest[i].granted {
-			f.granted++
-		}
-	}
-	a.mu.Unlock()
-	return nil, f, err
+	return nil, t.failure(), a.fail(err)
 }
 
 // abandon is fail for a caller whose ctx ended: it must return at once, so
@@ -448,11 +399,10 @@ func mayHideGrant(err error) bool {
 	return err != nil && !errors.Is(err, errNodeDown) && !errors.Is(err, errQueueFull) && !errors.Is(err, errClosed)
 }
 
-// stepBack releases node i's grant in the background, unannounced: only
-// an Unlock wakes waiters (see release.lua) — and a transfer's step back,
-// which is the Unlock's: the transfer released the old hold unannounced.
+// stepBack releases node i's grant in the background (announced, like
+// every release: see release.lua).
 func (a *attempt) stepBack(i int) {
-	a.c.owe(i, a.lockKey(), a.longestTTL(), a.timeout, a.value, a.stepChannel())
+	a.c.owe(i, a.releaseKeys(), a.longestTTL(), a.timeout, a.value)
 }
 
 // longestTTL is the longest TTL the hold was given on any node.
@@ -470,32 +420,10 @@ func (a *attempt) extending(ttl time.Duration) {
 	a.mu.Unlock()
 }
 
-// releaseFrom releases a transfer's old hold on node i, unannounced, in the
-// background, when the transfer failed there once the hold was handed on:
-// it may never have been sent (a call that timed out in its node's queue
-// is skipped, see mustReach), and the Unlock it stood for sends nothing
-// more once a quorum transferred (see handOn). Where the transfer did land,
-// this finds nothing: a key's calls reach a node in order.
-func (a *attempt) releaseFrom(i int) {
-	if a.from != "" {
-		a.c.owe(i, a.lockKey(), a.fromTTL, a.timeout, a.from, "")
-	}
-}
-
-// stepChannel is the channel a step back announces its release on: none,
-// but for a transfer (see stepBack).
-func (a *attempt) stepChannel() string {
-	if a.from != "" {
-		return releaseChannel(a.key)
-	}
-	return ""
-}
-
-// release runs compare-and-delete on node i, unannounced (but for a
-// transfer, see stepBack), and waits for the answer: it reports whether
-// the node held this hold's value.
+// release runs compare-and-delete on node i and waits for the answer: it
+// reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.lockKey(), a.value, a.stepChannel())
+	v, err := a.c.call(i, releaseScript, a.timeout, a.releaseKeys(), a.value)
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}
@@ -514,28 +442,12 @@ func (a *attempt) release(i int) (bool, error) {
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
-	return c.try(ctx, key, ttl, lc, nil, nil)
+	return c.try(ctx, key, ttl, lc, 0)
 }
 
-// waitDeadline is when every acquire call of a has completed, at the latest.
-func (a *attempt) waitDeadline() time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.deadline
-}
-
-// released reports the nodes whose answer so far says that a transfer
-// released the old hold there.
-func (a *attempt) released() []bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.had)
-}
-
-// try is tryOnce, or with from a transfer (see transfer.lua): the same
-// attempt, whose first ask also releases from's hold. started,
-// when not nil, is set to the attempt once it is.
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, from *attempt, started **attempt) (*Lock, failure, error) {
+// try is one attempt; lease is how long a refusal keeps the caller's
+// place in the key's waiting set (0 for none: see acquire.lua).
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, join(ErrNotAcquired, err)
 	}
@@ -551,10 +463,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since, from)
-	if started != nil {
-		*started = a
-	}
+	a := c.startAttempt(key, ttl, lc.since, lease)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		grace    <-chan time.Time // runs from the first refusal
@@ -564,7 +473,6 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		reasked  []int     // the nodes asked again last
 		lastAsk  = wall    // when the latest ask went out
 		reaskEnd time.Time // no new ask after this
-		answers  int       // how many came in
 	)
 	defer func() {
 		if reask != nil {
@@ -601,12 +509,6 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		select {
 		case r := <-a.replies:
 			t.add(r)
-			// A dead node's fast error says nothing of the round trip.
-			if r.err == nil {
-				if answers++; answers == c.quorum {
-					c.noteRTT(time.Since(wall))
-				}
-			}
 		case <-grace:
 			graced, grace = true, make(chan time.Time) // never again
 		case <-reaskC:
@@ -635,7 +537,6 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	for _, r := range a.decide(acquired, token) {
 		a.settle(r, acquired, token)
 	}
-	c.waiters.acquired(key, until)
 	c.cfg.observer.Acquired(key, token, now.Sub(a.start))
 	if lc.autoExtend {
 		l.startWatchdog()

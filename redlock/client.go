@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"math"
 	"reflect"
@@ -34,27 +35,15 @@ type Client struct {
 	bgClosed bool       // Close waits for bg: no more Adds to it
 
 	waiters *waitQueues
-	sched   scheduler    // ends and extends the watched holds (Done, AutoExtend); retries owed releases
-	id      [4]byte      // random: the end of every hold value (holdValue)
-	rtt     atomic.Int64 // ns: a moving average of how long a quorum of answers takes
+	sched   scheduler // ends and extends the watched holds (Done, AutoExtend); retries owed releases
+	id      [4]byte   // random: the end of every hold value (holdValue)
+	idHex   string    // id in hex: the member of the Client's entry in a waiting set
 
 	health   []health           // per node: marked down or not, and why (health.go)
 	downs    atomic.Int32       // nodes marked down: at most N − quorum
 	owed     []atomic.Int32     // per node: releases owed and not yet settled (owe.go)
 	bgCtx    context.Context    // cancelled by Close: ends the node probes
 	bgCancel context.CancelFunc // cancels bgCtx
-}
-
-// noteRTT adds d, the time an attempt waited for a quorum of answers, to
-// c.rtt: at once when it is lower (a first attempt dials its connections,
-// a loaded moment passes), an eighth of the way when it is higher.
-func (c *Client) noteRTT(d time.Duration) {
-	old := c.rtt.Load()
-	if old == 0 || int64(d) < old {
-		c.rtt.Store(int64(d))
-		return
-	}
-	c.rtt.Store(old + (int64(d)-old)/8)
 }
 
 type node struct {
@@ -129,6 +118,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		c.batchers[i] = newBatcher(c, i)
 	}
 	_, _ = crand.Read(c.id[:]) // never fails (it crashes the program instead)
+	c.idHex = hex.EncodeToString(c.id[:])
 	c.waiters = newWaitQueues(c)
 	c.sched = scheduler{c: c, kick: make(chan struct{}, 1)}
 	return c, nil

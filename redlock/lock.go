@@ -240,14 +240,9 @@ func (l *Lock) setUntilLocked(until time.Time) {
 // releases finish in the background, and a node that failed is sent its
 // release again until it lands or the key has expired. The releases go out
 // even when ctx is already cancelled, after any Extend of this handle still
-// deciding. Done closes. A second Unlock returns [ErrLockLost].
-//
-// When a Lock of this Client waits for the same key, Unlock hands the key
-// on to it: one script per node releases this hold and makes that waiter's
-// attempt (with its ctx, TTL and options), and the waiter's Lock returns
-// the new hold, with a larger token. At most three holds in a row are
-// handed on while other processes wait for the key; then Unlock releases
-// it for their turn.
+// deciding. Done closes. A second Unlock returns [ErrLockLost]. Each node
+// that releases the key announces it to the first waiter in its waiting
+// set (see [Client.Lock]).
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.a.c
 	l.mu.Lock()
@@ -264,108 +259,24 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// Every node that may hold it: those that granted or failed, and those
 	// that have not answered the acquire yet. A key's calls reach a node in
 	// order, so a release cannot overtake the acquire before it.
-	held := c.all
+	nodes := c.all
 	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
-		held = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
+		nodes = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
-	if h, hctx := c.waiters.claim(l.a.key); h != nil {
-		return l.handOn(ctx, hctx, h, held)
-	}
-	return l.release(ctx, held, nil, false)
-}
-
-// handOn is Unlock handing the key on to this process's head that waits
-// for it (see handoff): the head's attempt (hctx ends when the head
-// leaves), made here as a transfer,
-// releases this hold on the nodes where it still is. The nodes where the
-// transfer did not say so (it failed there, or the attempt ended before
-// their answers) get a plain release after it, which a key's calls reach
-// in order.
-func (l *Lock) handOn(ctx, hctx context.Context, h *handoff, held []int) error {
-	c := l.a.c
-	defer c.inflight.done() // counted by claim
-	defer h.cancel()
-	var a *attempt
-	nl, f, err := c.try(hctx, l.a.key, h.ttl, h.lc, l.a, &a)
-	if !c.waiters.handed(h, handoffResult{l: nl, f: f, err: err}) && nl != nil {
-		_ = nl.Unlock(context.WithoutCancel(ctx)) // its head left meanwhile
-	}
-	// The nodes of held where the transfer released this hold, as far as
-	// its answers say (more may say so later).
-	transferred := func() (n int, rest []int) {
-		if a == nil {
-			return 0, held
-		}
-		had := a.released()
-		for _, i := range held {
-			if had[i] {
-				n++
-			} else {
-				rest = append(rest, i)
-			}
-		}
-		return n, rest
-	}
-	n, rest := transferred()
-	if a != nil && n < c.quorum {
-		// The attempt decided on the first quorum of grants: a node where
-		// this hold was missing (its own grant was late, or lost) may be
-		// among them. The others answer about now.
-		t := time.NewTimer(max(time.Until(a.waitDeadline()), 0))
-		defer t.Stop()
-		answers := a.answers()
-	wait:
-		for n < c.quorum {
-			select {
-			case <-answers:
-			case <-a.settled:
-				n, rest = transferred()
-				break wait
-			case <-t.C:
-				break wait
-			}
-			n, rest = transferred()
-		}
-	}
-	if n >= c.quorum {
-		c.cfg.observer.Released(l.a.key, l.token)
-		return nil
-	}
-	return l.release(ctx, rest, func() int { n, _ := transferred(); return n }, nl != nil)
-}
-
-// release is Unlock's compare-and-delete on nodes. After a transfer (see
-// handOn), already counts the nodes where it released the hold: a late
-// answer may add some while the release runs (and the release then finds
-// nothing there); handedOn says the transfer gave the key to this
-// process's head.
-func (l *Lock) release(ctx context.Context, nodes []int, already func() int, handedOn bool) error {
-	c := l.a.c
-	before := 0
-	if already != nil {
-		before = already()
-	}
-	deferred, next := c.waiters.releasing(l.a.key, l.a.value, handedOn)
 	// A node that fails is owed its release (see owe): sent again until
 	// it lands, or the hold's longest TTL has certainly passed.
 	votes := make(voteSink, len(nodes))
-	args := []any{l.a.value, releaseChannel(l.a.key), next}
-	sink := owing{votes: votes, c: c, keys: l.a.lockKey(), args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout}
-	c.newGroup(sink, l.a.timeout, nodes, releaseScript, l.a.lockKey(), args...).start()
-	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), max(c.quorum-before, 0), 0)
-	c.waiters.wake(l.a.key, l.a.value, deferred)
-	if already != nil {
-		n := already()
-		oks, refused = oks+n, max(refused-(n-before), 0)
-	}
-	held := len(nodes) + before
+	keys := l.a.releaseKeys()
+	sink := owing{votes: votes, c: c, keys: keys, args: []any{l.a.value}, ttl: l.a.longestTTL(), tmo: l.a.timeout}
+	c.newGroup(sink, l.a.timeout, nodes, releaseScript, keys, l.a.value).start()
+	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
 	switch {
 	case oks >= c.quorum:
 		c.cfg.observer.Released(l.a.key, l.token)
 		return nil
 	case ctxErr != nil:
 		return join(ErrOutcomeUnknown, ctxErr)
-	case held-refused >= c.quorum && len(errs) > 0:
+	case len(nodes)-refused >= c.quorum && len(errs) > 0:
 		// Nodes that failed may still have held it: not known to be lost,
 		// not known to be released (their releases are retried, see owe;
 		// it expires at its TTL in any case).

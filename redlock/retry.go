@@ -11,10 +11,9 @@ import (
 // returns [ErrNotAcquired]. A strategy must be safe for concurrent use.
 //
 // Lock never sleeps longer than the current holder's remaining TTL, and a
-// release by the holder wakes it early. After a refusal it sleeps at least
-// twice as long as that attempt took (unless a release wakes it): the
-// winner of a split vote needs about that long to gather the nodes, and a
-// retry sooner would take them from under it.
+// release that frees the key for the waiter wakes it early. The backoff
+// for a retry is asked for before the attempt it follows: a refusal keeps
+// the waiter's place on the nodes for that long (see [Client.Lock]).
 type RetryStrategy interface {
 	Backoff(attempt int) (d time.Duration, ok bool)
 }

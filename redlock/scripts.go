@@ -7,10 +7,23 @@ import (
 )
 
 // The scripts run through EVALSHA with an EVAL fallback (redis.Script.Run).
+// Those that read or change a key's waiting set have waiting.lua's
+// functions prepended.
 var (
+	//go:embed scripts/waiting.lua
+	waitingLua string
+
 	//go:embed scripts/acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = redis.NewScript(waitingLua + acquireLua)
+
+	//go:embed scripts/release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(waitingLua + releaseLua)
+
+	//go:embed scripts/withdraw.lua
+	withdrawLua    string
+	withdrawScript = redis.NewScript(waitingLua + withdrawLua)
 
 	//go:embed scripts/raise.lua
 	raiseLua    string
@@ -23,12 +36,4 @@ var (
 	//go:embed scripts/extend.lua
 	extendLua    string
 	extendScript = redis.NewScript(extendLua)
-
-	//go:embed scripts/transfer.lua
-	transferLua    string
-	transferScript = redis.NewScript(transferLua)
-
-	//go:embed scripts/release.lua
-	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
 )

@@ -63,9 +63,18 @@ func crc16(s string) uint16 {
 	return crc
 }
 
-// releasePrefix starts every release channel's name.
+// waitKeys are the keys of key's waiting set on a node (see
+// scripts/waiting.lua): its order and its leases, in key's hash slot (the
+// tag of its fence counter) so that one script can touch them with key.
+func waitKeys(key string) (order, leases string) {
+	tag := strings.TrimPrefix(FenceKey(key), "fencedlock:fence:")
+	return "fencedlock:wait:" + tag + ":" + key, "fencedlock:lease:" + tag + ":" + key
+}
+
+// releasePrefix starts every release channel's name (release.lua spells
+// it out too).
 const releasePrefix = "fencedlock:released:"
 
 // releaseChannel is the pub/sub channel a release of key is announced on;
-// the message is the released value.
+// the message is the first waiter ("since id"), or empty when none waits.
 func releaseChannel(key string) string { return releasePrefix + key }

@@ -116,8 +116,8 @@ func (t *tally) wins(value string) bool {
 			held[r.holder]++
 		}
 	}
-	if mine == 0 || mine+refused < t.q {
-		return false
+	if mine == 0 || mine+refused < t.q || held[""] > 0 {
+		return false // a node where another waiter is first will not grant again
 	}
 	for v, n := range held {
 		if n > mine || (n == mine && v < value) || v == value {
@@ -140,9 +140,8 @@ func (t *tally) anyWaiting(nodes []int) bool {
 // failure is what a failed attempt saw, for its waiter.
 type failure struct {
 	holderTTL time.Duration // how long the holder's key has left; 0 when unknown
-	granted   int           // nodes that granted this attempt (and were released by it)
 }
 
 func (t *tally) failure() failure {
-	return failure{holderTTL: t.holderTTL(), granted: t.counts().granted}
+	return failure{holderTTL: t.holderTTL()}
 }

@@ -78,10 +78,16 @@ func List() []Mutant {
 			Description: "unlock (and a failed attempt's step back) deletes the key whoever holds it: a bare DEL",
 		},
 		{
-			Name: "release-without-publish", File: "redlock/scripts/release.lua",
-			Old:         "    redis.call('PUBLISH', ARGV[2], msg)\n",
+			Name: "release-without-publish", File: "redlock/scripts/waiting.lua",
+			Old:         "  redis.call('PUBLISH', 'fencedlock:released:' .. key, msg)\n",
 			New:         "",
-			Description: "unlock does not announce the release: waiters in other processes sleep out their backoff",
+			Description: "a release is not announced: the first waiter sleeps out its backoff",
+		},
+		{
+			Name: "barging", File: "redlock/scripts/acquire.lua",
+			Old:         "if (not hs or older(since, id, hs, hid)) and ",
+			New:         "if ",
+			Description: "acquire grants a free key to any caller, not only to the first waiter: a newcomer overtakes the waiters",
 		},
 		{
 			Name: "extend-without-value-check", File: "redlock/scripts/extend.lua",

@@ -1,0 +1,275 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// waitQueues keeps, per key, this Client's waiters in arrival order, and the
+// key's release channel subscribed on every node. Only the head of a queue
+// is on the wire: it holds the Client's place in the key's waiting set on
+// the nodes (see scripts/waiting.lua), and wakes when a quorum of nodes
+// announced a release that frees the key for it. A queue whose last waiter
+// left stays subscribed while it is among the maxIdle most recently used: a
+// key that is waited for once is usually waited for again, and subscribing
+// anew costs a round trip to every node.
+type waitQueues struct {
+	c    *Client
+	subs []*subscriber // per node, started on first use
+
+	mu     sync.Mutex // protects queues, idle, closed and the queues' fields below
+	queues map[string]*keyQueue
+	idle   []string // keys of queues without waiters, least recently used first
+	closed bool
+}
+
+// maxIdle bounds the subscribed queues that have no waiter: a bound on the
+// state a Client keeps (a channel on each node's pub/sub connection each),
+// not a timing.
+const maxIdle = 64
+
+type keyQueue struct {
+	key       string
+	woken     chan struct{} // buffered 1: a quorum of nodes freed the key for the head
+	confirmed chan struct{} // buffered 1: a node confirmed the subscription
+
+	// Guarded by waitQueues.mu:
+	waiters []*waiter // in arrival order; the first is the head
+	asked   bool      // subscriptions were sent
+	subbed  []bool    // nodes that confirmed the subscription
+	nsubbed int       // how many are true in subbed
+	free    []bool    // nodes that announced, since the head's last try began, a release that frees the key for it
+	nfree   int       // how many are true in free
+}
+
+// waiter is one Lock call waiting for a key.
+type waiter struct {
+	q       *keyQueue
+	since   int64         // its wait start, ms on the Client's clock: its place in the waiting set
+	head    chan struct{} // closed when it is the head of its queue
+	entered bool          // it tried as the head: the nodes may keep its place (guarded by waitQueues.mu)
+}
+
+func newWaitQueues(c *Client) *waitQueues {
+	w := &waitQueues{c: c, queues: make(map[string]*keyQueue)}
+	w.subs = make([]*subscriber, len(c.nodes))
+	for i := range c.nodes {
+		w.subs[i] = newSubscriber(c, i, w)
+	}
+	return w
+}
+
+// join queues a waiter for key that began to wait at since.
+func (w *waitQueues) join(key string, since time.Time) *waiter {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil {
+		n := len(w.c.nodes)
+		q = &keyQueue{key: key, woken: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
+			subbed: make([]bool, n), free: make([]bool, n)}
+		w.queues[key] = q
+	}
+	if len(q.waiters) == 0 {
+		w.idle = slices.DeleteFunc(w.idle, func(k string) bool { return k == key })
+	}
+	me := &waiter{q: q, since: since.UnixMilli(), head: make(chan struct{})}
+	q.waiters = append(q.waiters, me)
+	if len(q.waiters) == 1 {
+		close(me.head)
+	}
+	return me
+}
+
+// atHead reports whether me heads its queue.
+func (me *waiter) atHead() bool {
+	select {
+	case <-me.head:
+		return true
+	default:
+		return false
+	}
+}
+
+// leave removes me; the next waiter becomes the head. A head that leaves
+// without the key withdraws its place from the nodes (withdraw.lua), so
+// that the next waiters need not wait for its lease. The last one out makes
+// the queue idle; the least recently used idle queue beyond maxIdle is
+// dropped with its subscription.
+func (w *waitQueues) leave(me *waiter, acquired bool) {
+	q := me.q
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if me.entered && !acquired && !w.closed {
+		order, leases := waitKeys(q.key)
+		for i := range w.c.nodes {
+			w.c.send(i, withdrawScript, w.c.nodeTimeout(0), []string{q.key, order, leases}, me.since, w.c.idHex)
+		}
+	}
+	i := slices.Index(q.waiters, me)
+	q.waiters = slices.Delete(q.waiters, i, i+1)
+	if i == 0 && len(q.waiters) > 0 {
+		close(q.waiters[0].head)
+	}
+	if len(q.waiters) > 0 || w.queues[q.key] != q {
+		return
+	}
+	w.idle = append(w.idle, q.key)
+	if len(w.idle) <= maxIdle {
+		return
+	}
+	old := w.idle[0]
+	w.idle = w.idle[1:]
+	oq := w.queues[old]
+	delete(w.queues, old)
+	if oq.asked && !w.closed {
+		for _, s := range w.subs {
+			s.send(subOp{channel: releaseChannel(old)})
+		}
+	}
+}
+
+// rearm forgets the releases announced so far, before the head's try: the
+// next wake-up needs a quorum of new ones. Releases announced while the
+// try is out count: they come after the nodes' answers.
+func (w *waitQueues) rearm(me *waiter) {
+	q := me.q
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	me.entered = true
+	clear(q.free)
+	q.nfree = 0
+	select {
+	case <-q.woken:
+	default:
+	}
+}
+
+// ready subscribes me's key on every node (once per queue) and waits until
+// every node confirmed, or a quorum did and as long again has passed, or
+// timeout: a node that is down must not hold up the waiter, which without
+// confirmations still works, on backoff and the holder's TTL alone. fresh
+// reports that this call made the subscriptions: a release before them went
+// unheard, so the caller must look at the key again before it sleeps.
+func (w *waitQueues) ready(ctx context.Context, me *waiter, timeout time.Duration) (fresh bool) {
+	q := me.q
+	w.mu.Lock()
+	fresh = !q.asked && !w.closed
+	q.asked = true
+	w.mu.Unlock()
+	if fresh {
+		for _, s := range w.subs {
+			s.send(subOp{channel: releaseChannel(q.key), sub: true})
+		}
+	}
+	start := time.Now() // network waits are real time
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		n := q.nsubbed
+		w.mu.Unlock()
+		switch {
+		case n == len(w.c.nodes):
+			return fresh
+		case n >= w.c.quorum:
+			t.Reset(min(time.Until(start.Add(timeout)), time.Since(start)))
+		}
+		select {
+		case <-q.confirmed:
+		case <-t.C:
+			return fresh
+		case <-ctx.Done():
+			return fresh
+		}
+	}
+}
+
+// sleep waits d on the client's clock, or until me is woken: as the head,
+// by a quorum of announced releases; behind it, by becoming the head.
+func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) error {
+	head, woken := me.head, me.q.woken
+	if me.atHead() {
+		head = nil
+	} else {
+		woken = nil
+	}
+	t := w.c.cfg.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-woken:
+	case <-head:
+	case <-ctx.Done():
+		return join(ErrNotAcquired, ctx.Err())
+	case <-w.c.closing:
+		return join(ErrNotAcquired, errClosed)
+	}
+	return nil
+}
+
+// deliver routes node's pub/sub event for channel to its queue: a
+// confirmed subscription, or a release announced with the first waiter
+// there ("since id", "" for none). The node frees the key for the head
+// when the head is not younger than that waiter (it would be granted
+// there now); once a quorum did, the head wakes.
+func (w *waitQueues) deliver(node int, channel, payload string, confirmed bool) {
+	key, ok := strings.CutPrefix(channel, releasePrefix)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil {
+		return
+	}
+	if confirmed {
+		if !q.subbed[node] {
+			q.subbed[node] = true
+			q.nsubbed++
+		}
+		select {
+		case q.confirmed <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if len(q.waiters) == 0 || q.free[node] || !w.frees(payload, q.waiters[0]) {
+		return
+	}
+	q.free[node] = true
+	if q.nfree++; q.nfree >= w.c.quorum {
+		select {
+		case q.woken <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// frees reports whether a node whose first waiter is first ("since id", ""
+// for none) would grant the key to me: me is that waiter, or older.
+func (w *waitQueues) frees(first string, me *waiter) bool {
+	s, id, ok := strings.Cut(first, " ")
+	if first == "" || !ok {
+		return first == "" // a payload of another form frees nothing
+	}
+	since, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return false
+	}
+	return me.since < since || (me.since == since && w.c.idHex <= id)
+}
+
+func (w *waitQueues) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	for _, s := range w.subs {
+		s.close()
+	}
+}

@@ -217,4 +217,3 @@ func withCtx(ctx context.Context, err error) error {
 	}
 	return join(err, ctx.Err())
 }
-

@@ -12,14 +12,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptSHA is the SHA1 that EVALSHA names the script file by.
-func scriptSHA(t testing.TB, name string) string {
+// scriptBody is the text the Client sends for the script file name: the
+// scripts that touch a key's waiting set have waiting.lua prepended.
+func scriptBody(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("scripts/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sha1.Sum(b)
+	switch name {
+	case "acquire.lua", "release.lua", "withdraw.lua":
+		w, err := os.ReadFile("scripts/waiting.lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(w) + string(b)
+	}
+	return string(b)
+}
+
+// scriptSHA is the SHA1 that EVALSHA names the script file by.
+func scriptSHA(t testing.TB, name string) string {
+	t.Helper()
+	h := sha1.Sum([]byte(scriptBody(t, name)))
 	return hex.EncodeToString(h[:])
 }
 
@@ -37,11 +52,7 @@ type replyGate struct {
 }
 
 func newReplyGate(t testing.TB, script string) *replyGate {
-	b, err := os.ReadFile("scripts/" + script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &replyGate{sha: scriptSHA(t, script), body: string(b), held: make(chan struct{}, 64), open: make(chan struct{})}
+	return &replyGate{sha: scriptSHA(t, script), body: scriptBody(t, script), held: make(chan struct{}, 64), open: make(chan struct{})}
 }
 
 func (g *replyGate) arm() {

@@ -86,8 +86,9 @@ func holdValue(since time.Time, id [4]byte) string {
 
 // startAttempt sends the acquire script to every node. lease is how long a
 // refused caller keeps its place in the key's waiting set (0: it does not
-// wait; see acquire.lua).
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration) *attempt {
+// wait), next the wait start of the Client's next waiter ("" for none; see
+// acquire.lua).
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration, next string) *attempt {
 	n := len(c.nodes)
 	order, leases := waitKeys(key)
 	value := holdValue(since, c.id)
@@ -99,7 +100,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, le
 		start:   c.cfg.clock.Now(),
 		timeout: c.nodeTimeout(ttl),
 		keys:    []string{key, FenceKey(key), order, leases},
-		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds()},
+		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds(), next},
 		// One answer per node at most is ever unread: a node is asked
 		// again (a split vote's re-ask) only once its answer was read
 		// (tally.refusers), so answer never blocks. A held Lock keeps
@@ -442,12 +443,14 @@ func (a *attempt) release(i int) (bool, error) {
 // already refused get a short grace, not the whole node timeout: holding
 // partial grants that long makes every contender fail.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
-	return c.try(ctx, key, ttl, lc, 0)
+	return c.try(ctx, key, ttl, lc, 0, "")
 }
 
 // try is one attempt; lease is how long a refusal keeps the caller's
 // place in the key's waiting set (0 for none: see acquire.lua).
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration) (*Lock, failure, error) {
+// next is the wait start of the Client's next waiter for key, or "": a
+// grant leaves it the Client's place.
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration, next string) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, join(ErrNotAcquired, err)
 	}
@@ -463,7 +466,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since, lease)
+	a := c.startAttempt(key, ttl, lc.since, lease, next)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		grace    <-chan time.Time // runs from the first refusal

@@ -48,10 +48,14 @@ type keyQueue struct {
 
 // waiter is one Lock call waiting for a key.
 type waiter struct {
-	q       *keyQueue
-	since   int64         // its wait start, ms on the Client's clock: its place in the waiting set
-	head    chan struct{} // closed when it is the head of its queue
-	entered bool          // it tried as the head: the nodes may keep its place (guarded by waitQueues.mu)
+	q     *keyQueue
+	since int64         // its wait start, ms on the Client's clock: its place in the waiting set
+	head  chan struct{} // closed when it is the head of its queue
+
+	// Guarded by waitQueues.mu:
+	entered bool    // the nodes may keep its place: it tried as the head, or was next when the head did
+	placed  bool    // the head before it acquired the key and left it its place: no need to ask at once
+	behind  *waiter // the next waiter when its last try began (see rearm)
 }
 
 func newWaitQueues(c *Client) *waitQueues {
@@ -135,18 +139,47 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 
 // rearm forgets the releases announced so far, before the head's try: the
 // next wake-up needs a quorum of new ones. Releases announced while the
-// try is out count: they come after the nodes' answers.
-func (w *waitQueues) rearm(me *waiter) {
+// try is out count: they come after the nodes' answers. It returns the
+// wait start of the waiter behind me, "" for none: a grant leaves it the
+// Client's place (acquire.lua), so it need not ask as soon as it is the
+// head (see acquired).
+func (w *waitQueues) rearm(me *waiter) (next string) {
 	q := me.q
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	me.entered = true
+	me.entered, me.placed, me.behind = true, false, nil
 	clear(q.free)
 	q.nfree = 0
 	select {
 	case <-q.woken:
 	default:
 	}
+	if len(q.waiters) > 1 && q.waiters[0] == me {
+		me.behind = q.waiters[1]
+		me.behind.entered = true // it withdraws if it leaves: its place may be on the nodes
+		return strconv.FormatInt(me.behind.since, 10)
+	}
+	return ""
+}
+
+// acquired notes that me's try got the key: the waiter behind it then has
+// the Client's place on the nodes.
+func (w *waitQueues) acquired(me *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if me.behind != nil {
+		me.behind.placed = true
+	}
+}
+
+// asks reports whether me, the head, should ask the nodes now: not when the
+// head before it left it its place (placed), once.
+func (w *waitQueues) asks(me *waiter) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	placed := me.placed
+	me.placed = false
+	return !placed
 }
 
 // ready subscribes me's key on every node (once per queue) and waits until

@@ -5,6 +5,8 @@
 -- ARGV[1] this hold's value, ARGV[2] ttl in ms, ARGV[3] the caller's wait
 -- start in ms, ARGV[4] its Client's id, ARGV[5] lease in ms: on refusal the
 -- caller waits (enters or refreshes its entry) until then; 0 never enters.
+-- ARGV[6] the wait start of the Client's next waiter for the key, or '':
+-- on a grant, that waiter takes the Client's place, with the same lease.
 -- Returns {1, counter} when granted, {0, pttl, counter, holder, head} when
 -- refused: holder is the value that holds the key ('' if free: another
 -- waiter is first), head the first waiter ("since id", '' if none). Counters
@@ -24,17 +26,16 @@ local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local hs, hid = head(KEYS[3], id)
 if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[4], id)
+  if ARGV[6] ~= '' and lease > 0 then
+    enter(KEYS[3], KEYS[4], ARGV[6], id, t, lease)
+  else
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[4], id)
+  end
   return {1, redis.call('GET', KEYS[2])}
 end
 if lease > 0 then
-  redis.call('ZADD', KEYS[3], since, id)
-  redis.call('ZADD', KEYS[4], t + lease, id)
-  if redis.call('PTTL', KEYS[3]) < lease then
-    redis.call('PEXPIRE', KEYS[3], lease)
-    redis.call('PEXPIRE', KEYS[4], lease)
-  end
+  enter(KEYS[3], KEYS[4], since, id, t, lease)
   hs, hid = head(KEYS[3], '')
 end
 local first = ''

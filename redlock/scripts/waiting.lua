@@ -31,6 +31,17 @@ local function head(order, id)
   return h[2], h[1]
 end
 
+-- enter puts id's entry at wait start since, leased until t + lease, and
+-- keeps both sets until the longest lease ends.
+local function enter(order, leases, since, id, t, lease)
+  redis.call('ZADD', order, since, id)
+  redis.call('ZADD', leases, t + lease, id)
+  if redis.call('PTTL', order) < lease then
+    redis.call('PEXPIRE', order, lease)
+    redis.call('PEXPIRE', leases, lease)
+  end
+end
+
 -- older reports whether (s1, id1) waited longer than (s2, id2).
 local function older(s1, id1, s2, id2)
   s1, s2 = tonumber(s1), tonumber(s2)

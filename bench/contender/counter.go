@@ -21,11 +21,11 @@ type counter struct {
 // Command kinds: fencedlock's scripts by name, the rest by command.
 var kindNames = [...]string{
 	"evalsha acquire.lua", "evalsha release.lua", "evalsha raise.lua", "evalsha heal.lua", "evalsha extend.lua",
-	"evalsha (other script)", "eval", "set", "other",
+	"evalsha withdraw.lua", "evalsha (other script)", "eval", "set", "other",
 }
 
 const (
-	kindOtherScript = 5 + iota
+	kindOtherScript = 6 + iota
 	kindEval
 	kindSet
 	kindOther
@@ -39,11 +39,14 @@ var (
 	healLua string
 	//go:embed scripts/extend.lua
 	extendLua string
+	//go:embed scripts/withdraw.lua
+	withdrawLua string
 
 	// knownScripts are fencedlock's script hashes, in kindNames order.
 	knownScripts = [...]string{
-		redis.NewScript(acquireLua).Hash(), redis.NewScript(releaseLua).Hash(),
+		rawAcquire.Hash(), rawRelease.Hash(),
 		redis.NewScript(raiseLua).Hash(), redis.NewScript(healLua).Hash(), redis.NewScript(extendLua).Hash(),
+		redis.NewScript(waitingLua + withdrawLua).Hash(),
 	}
 )
 

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -16,10 +17,11 @@ import (
 // The raw protocol floor sends exactly the commands fencedlock sends on the
 // fast path, with no library logic around them:
 //
-//	acquire: EVALSHA acquire.lua 2 key fencekey value ttl_ms   on every node in parallel, wait for ALL replies
-//	release: EVALSHA release.lua 1 key value channel           on every node in parallel, wait for ALL replies
+//	acquire: EVALSHA waiting.lua+acquire.lua 4 key fencekey order leases value ttl_ms since id 0 ''   on every node in parallel, wait for ALL replies
+//	release: EVALSHA waiting.lua+release.lua 3 key order leases value                        on every node in parallel, wait for ALL replies
 //
-// The scripts are fencedlock's own, byte for byte (a test checks). The value
+// The scripts are fencedlock's own, byte for byte (a test checks), as a
+// TryLock sends them (it never enters the waiting set: lease 0). The value
 // is 16 random bytes (crypto/rand.Text), like fencedlock's UUID v4. Each
 // round fans out with one goroutine per node but the first, which the caller
 // runs itself. There is no quorum decision before the last reply, no retry,
@@ -27,12 +29,14 @@ import (
 // on healthy nodes waiting for all 5 costs next to nothing over waiting for
 // 3, which is why this is a floor and not a lock.
 var (
+	//go:embed scripts/waiting.lua
+	waitingLua string
 	//go:embed scripts/acquire.lua
 	acquireLua string
-	rawAcquire = redis.NewScript(acquireLua)
+	rawAcquire = redis.NewScript(waitingLua + acquireLua)
 	//go:embed scripts/release.lua
 	releaseLua string
-	rawRelease = redis.NewScript(releaseLua)
+	rawRelease = redis.NewScript(waitingLua + releaseLua)
 )
 
 var errRawNotAcquired = errors.New("contender: raw: no quorum of grants")
@@ -53,10 +57,10 @@ func (r *raw) Close() error { return closeAll(r.clients) }
 
 func (r *raw) Session(key string) Session {
 	n := len(r.clients)
+	tag := strings.TrimPrefix(redlock.FenceKey(key), "fencedlock:fence:")
 	return &rawSession{
 		r:       r,
-		keys:    []string{key, redlock.FenceKey(key)},
-		channel: "fencedlock:released:" + key,
+		keys:    []string{key, redlock.FenceKey(key), "fencedlock:wait:" + tag + ":" + key, "fencedlock:lease:" + tag + ":" + key},
 		ttlMS:   r.cfg.TTL.Milliseconds(),
 		replies: make([]rawReply, n),
 	}
@@ -69,8 +73,7 @@ type rawReply struct {
 
 type rawSession struct {
 	r       *raw
-	keys    []string // lock key, fence counter key
-	channel string
+	keys    []string // lock key, fence counter key, waiting order, leases
 	ttlMS   int64
 	value   string
 	token   uint64
@@ -98,7 +101,7 @@ func (s *rawSession) round(ctx context.Context, script *redis.Script, keys []str
 
 func (s *rawSession) TryLock(ctx context.Context) error {
 	s.value = rand.Text()
-	s.round(ctx, rawAcquire, s.keys, s.value, s.ttlMS)
+	s.round(ctx, rawAcquire, s.keys, s.value, s.ttlMS, 0, "00000000", 0, "")
 	grants := 0
 	var token uint64
 	for _, r := range s.replies {
@@ -115,7 +118,7 @@ func (s *rawSession) TryLock(ctx context.Context) error {
 		token = max(token, n)
 	}
 	if grants < s.r.quorum {
-		s.round(ctx, rawRelease, s.keys[:1], s.value, s.channel)
+		s.round(ctx, rawRelease, s.releaseKeys(), s.value)
 		return errRawNotAcquired
 	}
 	s.token = token
@@ -125,7 +128,7 @@ func (s *rawSession) TryLock(ctx context.Context) error {
 func (s *rawSession) Lock(context.Context) error { return ErrNoWait }
 
 func (s *rawSession) Unlock(ctx context.Context) error {
-	s.round(ctx, rawRelease, s.keys[:1], s.value, s.channel)
+	s.round(ctx, rawRelease, s.releaseKeys(), s.value)
 	released := 0
 	for _, r := range s.replies {
 		if r.err == nil && asInt(r.v) == 1 {
@@ -137,6 +140,9 @@ func (s *rawSession) Unlock(ctx context.Context) error {
 	}
 	return nil
 }
+
+// releaseKeys are release.lua's keys: the lock key and its waiting set.
+func (s *rawSession) releaseKeys() []string { return []string{s.keys[0], s.keys[2], s.keys[3]} }
 
 func asInt(v any) int64 {
 	n, _ := v.(int64)

@@ -1,11 +1,17 @@
--- Acquire one node's share of a lock and draw a fencing counter value.
--- KEYS[1] lock key (the user's key), KEYS[2] fence counter of its hash slot
--- ARGV[1] this hold's value, ARGV[2] ttl in milliseconds, ARGV[3] release
--- channel or ''
--- Returns {1, counter} when granted, {0, pttl, counter, holder} when refused,
--- where holder is the value that holds the key: a contender's partial grant
--- tells a split vote from a held lock. Counters travel as decimal strings:
--- a Lua number is a double and would round counters past 2^53.
+-- Acquire one node's share of a lock and draw a fencing counter value,
+-- granting only to the first waiter (see waiting.lua, prepended).
+-- KEYS[1] lock key (the user's key), KEYS[2] fence counter of its hash slot,
+-- KEYS[3] the key's waiting order, KEYS[4] its leases.
+-- ARGV[1] this hold's value, ARGV[2] ttl in ms, ARGV[3] the caller's wait
+-- start in ms, ARGV[4] its Client's id, ARGV[5] lease in ms: on refusal the
+-- caller waits (enters or refreshes its entry) until then; 0 never enters.
+-- ARGV[6] the wait start of the Client's next waiter for the key, or '':
+-- on a grant, that waiter takes the Client's place, with the same lease.
+-- Returns {1, counter} when granted, {0, pttl, counter, holder, head} when
+-- refused: holder is the value that holds the key ('' if free: another
+-- waiter is first), head the first waiter ("since id", '' if none). Counters
+-- travel as decimal strings: a Lua number is a double and would round
+-- counters past 2^53.
 local c = redis.call('GET', KEYS[2]) or '0'
 if not string.match(c, '^%d+$') then
   return redis.error_reply('fencedlock: fence counter ' .. KEYS[2] .. ' is not a counter')
@@ -14,15 +20,26 @@ if c == '9223372036854775807' then
   -- INCR would fail after the SET: refuse before writing anything.
   return redis.error_reply('fencedlock: fence counter ' .. KEYS[2] .. ' is exhausted')
 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local t = now()
+purge(KEYS[3], KEYS[4], t)
+local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local hs, hid = head(KEYS[3], id)
+if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  if ARGV[3] and ARGV[3] ~= '' then
-    -- Announce the grant ('+', the value, a space and the TTL in
-    -- milliseconds) to waiters woken by the last release: once a quorum
-    -- announced one value, the key is taken again and they need not ask
-    -- until its release, or its TTL.
-    redis.call('PUBLISH', ARGV[3], '+' .. ARGV[1] .. ' ' .. ARGV[2])
+  if ARGV[6] ~= '' and lease > 0 then
+    enter(KEYS[3], KEYS[4], ARGV[6], id, t, lease)
+  else
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[4], id)
   end
   return {1, redis.call('GET', KEYS[2])}
 end
-return {0, redis.call('PTTL', KEYS[1]), c, redis.call('GET', KEYS[1])}
+if lease > 0 then
+  enter(KEYS[3], KEYS[4], since, id, t, lease)
+  hs, hid = head(KEYS[3], '')
+end
+local first = ''
+if hs then
+  first = hs .. ' ' .. hid
+end
+return {0, redis.call('PTTL', KEYS[1]), c, redis.call('GET', KEYS[1]) or '', first}

@@ -1,21 +1,13 @@
--- Release a hold: delete the key only while it holds this value. The fence
--- counter is never deleted.
--- KEYS[1] lock key; ARGV[1] value, ARGV[2] release channel or '', ARGV[3]
--- the id of the Client whose turn it is next, or '' (optional)
--- An Unlock announces the release on the channel (the message is the
--- released value, then a space and the next Client's id when one is named),
--- which wakes waiters; an attempt that failed and steps back from its
--- partial grants does not: waking the herd for a key that a contender is
--- about to take splits the votes again.
+-- Release a hold: delete the key only while it holds this value, and
+-- announce the release to the first waiter (see waiting.lua, prepended).
+-- The fence counter is never deleted. Every release is announced — an
+-- Unlock, a step back, a late grant's: only the head wakes, so there is no
+-- herd to spare.
+-- KEYS[1] lock key, KEYS[2] its waiting order, KEYS[3] its leases
+-- ARGV[1] value
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= '' then
-    local msg = ARGV[1]
-    if ARGV[3] and ARGV[3] ~= '' then
-      msg = msg .. ' ' .. ARGV[3]
-    end
-    redis.call('PUBLISH', ARGV[2], msg)
-  end
+  announce(KEYS[1], KEYS[2], KEYS[3])
   return 1
 end
 return 0

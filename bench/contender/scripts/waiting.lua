@@ -1,0 +1,62 @@
+-- The waiting set of a lock key, shared by the scripts that grant and
+-- release it (prepended to them). Per key, in the key's hash slot: an order
+-- set (score: the waiter's wait start in ms on its client's clock; member:
+-- its Client's id, so equal starts order by id) and a lease set (score: when
+-- the entry lapses, in ms on this node's clock). A waiter is first when no
+-- other entry is older: the node grants the key to nobody else.
+
+-- now is this node's time in milliseconds.
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- purge drops the entries whose lease has lapsed.
+local function purge(order, leases, t)
+  local gone = redis.call('ZRANGEBYSCORE', leases, '-inf', t)
+  for _, id in ipairs(gone) do
+    redis.call('ZREM', order, id)
+  end
+  if #gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', t)
+  end
+end
+
+-- head is the oldest entry other than id's: its wait start and id, or nil.
+local function head(order, id)
+  local h = redis.call('ZRANGE', order, 0, 1, 'WITHSCORES')
+  if h[1] == id then
+    return h[4], h[3]
+  end
+  return h[2], h[1]
+end
+
+-- enter puts id's entry at wait start since, leased until t + lease, and
+-- keeps both sets until the longest lease ends.
+local function enter(order, leases, since, id, t, lease)
+  redis.call('ZADD', order, since, id)
+  redis.call('ZADD', leases, t + lease, id)
+  if redis.call('PTTL', order) < lease then
+    redis.call('PEXPIRE', order, lease)
+    redis.call('PEXPIRE', leases, lease)
+  end
+end
+
+-- older reports whether (s1, id1) waited longer than (s2, id2).
+local function older(s1, id1, s2, id2)
+  s1, s2 = tonumber(s1), tonumber(s2)
+  return s1 < s2 or (s1 == s2 and id1 < id2)
+end
+
+-- announce publishes, on the key's release channel, the head of its
+-- waiting set ("since id"), or '' when nobody waits: the head, and only
+-- it, wakes once a quorum of nodes announced it.
+local function announce(key, order, leases)
+  purge(order, leases, now())
+  local s, id = head(order, '')
+  local msg = ''
+  if s then
+    msg = s .. ' ' .. id
+  end
+  redis.call('PUBLISH', 'fencedlock:released:' .. key, msg)
+end

@@ -178,6 +178,15 @@ func (a *attempt) parse(i int, v any, err error) reply {
 	return r
 }
 
+// isYes reports whether a script answered yes: 1, or a reply that begins
+// with 1 (release.lua's {1, announcement}).
+func isYes(v any) bool {
+	if res, ok := v.([]any); ok && len(res) > 0 {
+		v = res[0]
+	}
+	return asInt(v) == 1
+}
+
 func asInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
@@ -428,7 +437,8 @@ func (a *attempt) release(i int) (bool, error) {
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}
-	return asInt(v) == 1, nil
+	a.c.waiters.heardRelease(i, a.key, v)
+	return isYes(v), nil
 }
 
 // tryOnce is one attempt. On failure it also says what it saw (failure):

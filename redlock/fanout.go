@@ -75,7 +75,7 @@ type vote struct {
 type voteSink chan vote
 
 func (s voteSink) answer(i int, v any, err error) {
-	s <- vote{node: i, ok: err == nil && asInt(v) == 1, err: err}
+	s <- vote{node: i, ok: err == nil && isYes(v), err: err}
 }
 func (voteSink) late(int, any) {}
 

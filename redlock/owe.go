@@ -96,7 +96,8 @@ func (r *owedRelease) answer(_ int, v any, err error) {
 	case errors.Is(err, errClosed):
 		r.settle() // Close gave it up
 		return
-	case err == nil && (asInt(v) == 1 || !r.blind):
+	case err == nil && (isYes(v) || !r.blind):
+		r.c.waiters.heardRelease(r.node, r.keys[0], v)
 		r.settle() // landed, or found nothing after all the node had read
 		return
 	case err == nil:
@@ -182,6 +183,9 @@ type owing struct {
 }
 
 func (o owing) answer(i int, v any, err error) {
+	if err == nil {
+		o.c.waiters.heardRelease(i, o.keys[0], v)
+	}
 	if err != nil && !errors.Is(err, errClosed) {
 		if r := o.c.owedRelease(i, o.keys, o.ttl, o.tmo, o.args...); r != nil {
 			r.tries = 1

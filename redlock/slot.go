@@ -71,10 +71,11 @@ func waitKeys(key string) (order, leases string) {
 	return "fencedlock:wait:" + tag + ":" + key, "fencedlock:lease:" + tag + ":" + key
 }
 
-// releasePrefix starts every release channel's name (release.lua spells
+// releasePrefix starts every release channel's name (waiting.lua spells
 // it out too).
 const releasePrefix = "fencedlock:released:"
 
-// releaseChannel is the pub/sub channel a release of key is announced on;
-// the message is the first waiter ("since id"), or empty when none waits.
-func releaseChannel(key string) string { return releasePrefix + key }
+// releaseChannel is the pub/sub channel on which a node tells the Client
+// whose id is id that its waiter heads key's waiting set there and key was
+// released (see waiting.lua's announce).
+func releaseChannel(id, key string) string { return releasePrefix + id + ":" + key }

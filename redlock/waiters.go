@@ -44,6 +44,7 @@ type keyQueue struct {
 	nsubbed int       // how many are true in subbed
 	free    []bool    // nodes that announced, since the head's last try began, a release that frees the key for it
 	nfree   int       // how many are true in free
+	heard   []string  // per node, the released value of the last announcement counted (it comes twice: see Lock.Unlock)
 }
 
 // waiter is one Lock call waiting for a key.
@@ -75,7 +76,7 @@ func (w *waitQueues) join(key string, since time.Time) *waiter {
 	if q == nil {
 		n := len(w.c.nodes)
 		q = &keyQueue{key: key, woken: make(chan struct{}, 1), confirmed: make(chan struct{}, 1),
-			subbed: make([]bool, n), free: make([]bool, n)}
+			subbed: make([]bool, n), free: make([]bool, n), heard: make([]string, n)}
 		w.queues[key] = q
 	}
 	if len(q.waiters) == 0 {
@@ -132,7 +133,7 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	delete(w.queues, old)
 	if oq.asked && !w.closed {
 		for _, s := range w.subs {
-			s.send(subOp{channel: releaseChannel(old)})
+			s.send(subOp{channel: releaseChannel(w.c.idHex, old)})
 		}
 	}
 }
@@ -196,7 +197,7 @@ func (w *waitQueues) ready(ctx context.Context, me *waiter, timeout time.Duratio
 	w.mu.Unlock()
 	if fresh {
 		for _, s := range w.subs {
-			s.send(subOp{channel: releaseChannel(q.key), sub: true})
+			s.send(subOp{channel: releaseChannel(w.c.idHex, q.key), sub: true})
 		}
 	}
 	start := time.Now() // network waits are real time
@@ -246,12 +247,10 @@ func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) err
 }
 
 // deliver routes node's pub/sub event for channel to its queue: a
-// confirmed subscription, or a release announced with the first waiter
-// there ("since id", "" for none). The node frees the key for the head
-// when the head is not younger than that waiter (it would be granted
-// there now); once a quorum did, the head wakes.
+// confirmed subscription, or a release's announcement (see
+// announcedLocked).
 func (w *waitQueues) deliver(node int, channel, payload string, confirmed bool) {
-	key, ok := strings.CutPrefix(channel, releasePrefix)
+	key, ok := strings.CutPrefix(channel, releasePrefix+w.c.idHex+":")
 	if !ok {
 		return
 	}
@@ -272,7 +271,40 @@ func (w *waitQueues) deliver(node int, channel, payload string, confirmed bool) 
 		}
 		return
 	}
-	if len(q.waiters) == 0 || q.free[node] || !w.frees(payload, q.waiters[0]) {
+	w.announcedLocked(node, q, payload)
+}
+
+// heardRelease reads the reply v of one of this Client's releases of key
+// on node: a release's announcement, heard first here (see release.lua).
+// The node announced it to its first waiter's Client, which may be another;
+// the nodes where this Client's own attempt stepped back, for one, may have
+// no waiter left, or one younger than this Client's head.
+func (w *waitQueues) heardRelease(node int, key string, v any) {
+	res, ok := v.([]any)
+	if !ok || len(res) != 2 {
+		return
+	}
+	msg, _ := res[1].(string)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil {
+		w.announcedLocked(node, q, msg)
+	}
+}
+
+// announcedLocked counts node toward the head's wake-up when the release it
+// announced ("value since id", or "value" when nobody waits there) frees
+// the key for the head: the head is that first waiter, or older, so the
+// node would grant it the key now. Once a quorum of nodes did, the head
+// wakes. A release is announced twice to its own Client (its reply and
+// pub/sub): it counts once, by its released value.
+func (w *waitQueues) announcedLocked(node int, q *keyQueue, msg string) {
+	value, first, _ := strings.Cut(msg, " ")
+	if value == q.heard[node] {
+		return
+	}
+	q.heard[node] = value
+	if len(q.waiters) == 0 || q.free[node] || !w.frees(first, q.waiters[0]) {
 		return
 	}
 	q.free[node] = true
@@ -287,9 +319,12 @@ func (w *waitQueues) deliver(node int, channel, payload string, confirmed bool) 
 // frees reports whether a node whose first waiter is first ("since id", ""
 // for none) would grant the key to me: me is that waiter, or older.
 func (w *waitQueues) frees(first string, me *waiter) bool {
+	if first == "" {
+		return true
+	}
 	s, id, ok := strings.Cut(first, " ")
-	if first == "" || !ok {
-		return first == "" // a payload of another form frees nothing
+	if !ok {
+		return false // a payload of another form frees nothing
 	}
 	since, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,8 +62,9 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 				if woken(me) {
 					t.Fatalf("woken after %d announcements; the quorum is %d", i, c.quorum)
 				}
-				c.waiters.deliver(i, releaseChannel("k"), tc.first, false)
-				c.waiters.deliver(i, releaseChannel("k"), tc.first, false) // a node counts once
+				msg := strings.TrimSpace("v1 " + tc.first) // the released value, then the first waiter
+				c.waiters.deliver(i, releaseChannel(c.idHex, "k"), msg, false)
+				c.waiters.deliver(i, releaseChannel(c.idHex, "k"), msg, false) // a node counts once
 			}
 			if got := woken(me); got != tc.wakes {
 				t.Errorf("a quorum announced first waiter %q: woken %v, want %v", tc.first, got, tc.wakes)
@@ -78,13 +80,13 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 func TestRearmForgetsOnlyTheAnnouncementsBeforeTheTry(t *testing.T) {
 	c := bareClient(t, 3)
 	me := c.waiters.join("k", time.UnixMilli(1))
-	c.waiters.deliver(0, releaseChannel("k"), "", false)
+	c.waiters.deliver(0, releaseChannel(c.idHex, "k"), "v1", false)
 	c.waiters.rearm(me) // the try begins
-	c.waiters.deliver(1, releaseChannel("k"), "", false)
+	c.waiters.deliver(1, releaseChannel(c.idHex, "k"), "v1", false)
 	if woken(me) {
 		t.Fatal("woken by one announcement from the try and one from before it")
 	}
-	c.waiters.deliver(2, releaseChannel("k"), "", false)
+	c.waiters.deliver(2, releaseChannel(c.idHex, "k"), "v1", false)
 	if !woken(me) {
 		t.Fatal("two announcements during the try (a quorum of 3) did not wake the head")
 	}
@@ -107,9 +109,37 @@ func TestOnlyTheHeadIsWoken(t *testing.T) {
 	}
 	c.waiters.rearm(next)
 	for i := range 3 {
-		c.waiters.deliver(i, releaseChannel("k"), "200 11111111", false) // older than next
+		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v1 200 11111111", false) // older than next
 	}
 	if woken(next) {
 		t.Error("the new head was woken by releases announced to an older waiter")
+	}
+}
+
+// A Client hears its own release twice: in the release's reply and on the
+// channel. The second copy of a release comes after the head it woke has
+// tried: counted again, it would wake that head for nothing.
+func TestAReleaseHeardTwiceCountsOnce(t *testing.T) {
+	c := bareClient(t, 3)
+	me := c.waiters.join("k", time.UnixMilli(1))
+	c.waiters.rearm(me)
+	for i := range 2 {
+		c.waiters.heardRelease(i, "k", []any{int64(1), "v1"}) // the replies of the Unlock
+	}
+	if !woken(me) {
+		t.Fatal("a quorum of released replies did not wake the head")
+	}
+	c.waiters.rearm(me) // the head tries; the channel's copies come now
+	for i := range 3 {
+		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v1", false)
+	}
+	if woken(me) {
+		t.Error("the channel's copies of releases already counted woke the head again")
+	}
+	for i := range 2 {
+		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v2", false) // the next release
+	}
+	if !woken(me) {
+		t.Error("the next release, announced by a quorum, did not wake the head")
 	}
 }

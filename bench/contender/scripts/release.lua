@@ -5,9 +5,10 @@
 -- herd to spare.
 -- KEYS[1] lock key, KEYS[2] its waiting order, KEYS[3] its leases
 -- ARGV[1] value
+-- Returns {1, the announcement} when deleted (the releasing Client hears it
+-- first: its own next waiter may be the one announced), else 0.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  announce(KEYS[1], KEYS[2], KEYS[3])
-  return 1
+  return {1, announce(KEYS[1], KEYS[2], KEYS[3], ARGV[1])}
 end
 return 0

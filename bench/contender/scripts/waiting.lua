@@ -48,15 +48,19 @@ local function older(s1, id1, s2, id2)
   return s1 < s2 or (s1 == s2 and id1 < id2)
 end
 
--- announce publishes, on the key's release channel, the head of its
--- waiting set ("since id"), or '' when nobody waits: the head, and only
--- it, wakes once a quorum of nodes announced it.
-local function announce(key, order, leases)
+-- announce tells the head of the waiting set, on its Client's channel
+-- for the key, that the key was released here: the released value and the
+-- head ("value since id"); the head wakes once a quorum of nodes did. It
+-- returns that message ("value" when nobody waits, and nothing is
+-- published). The value tells a release heard twice (see release.lua) from
+-- the next one.
+local function announce(key, order, leases, value)
   purge(order, leases, now())
   local s, id = head(order, '')
-  local msg = ''
-  if s then
-    msg = s .. ' ' .. id
+  if not s then
+    return value
   end
-  redis.call('PUBLISH', 'fencedlock:released:' .. key, msg)
+  local msg = value .. ' ' .. s .. ' ' .. id
+  redis.call('PUBLISH', 'fencedlock:released:' .. id .. ':' .. key, msg)
+  return msg
 end

@@ -1,6 +1,7 @@
 -- Withdraw a waiter that stopped waiting (its Lock returned without the
 -- key): its entry goes at once rather than at the end of its lease, and
--- when the key is free the next head is told (see waiting.lua, prepended).
+-- when the key is free the next head is told (see waiting.lua, prepended),
+-- in the name of the withdrawn waiter's wait start and id.
 -- Only the entry of this wait start: the Client's next waiter may have
 -- entered since with its own.
 -- KEYS[1] lock key, KEYS[2] its waiting order, KEYS[3] its leases
@@ -11,6 +12,6 @@ end
 redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  announce(KEYS[1], KEYS[2], KEYS[3])
+  announce(KEYS[1], KEYS[2], KEYS[3], 'withdrawn:' .. ARGV[1] .. ':' .. ARGV[2])
 end
 return 1

@@ -29,7 +29,13 @@ const (
 )
 
 // maxReasks bounds how often the winner of a split vote asks again the
-// nodes that contenders held (see tally.wins).
+// nodes that contenders held (see tally.wins), a round trip apart. A
+// contender saw the same refusals, and steps back as soon as it decides: one
+// re-ask after a round trip finds its node free; the other two are for a
+// contender that decided late, by at most two more of the winner's round
+// trips. Past that the contender is not a peer following the rule (a
+// foreign value, a stuck client): the key is left to its TTL, and the
+// winner to its retry strategy.
 const maxReasks = 3
 
 // reply is one node's answer to an acquire call.
@@ -446,12 +452,12 @@ func (a *attempt) release(i int) (bool, error) {
 // sleep, and how many nodes granted it before it stepped back.
 //
 // It decides as soon as the answers allow: a quorum of grants, or answers
-// that cannot make one as they stand. Then a split vote between contenders
-// is resolved in the same attempt (tally.wins): the winner asks the
-// contenders' nodes again, up to maxReasks times, about a round trip apart;
-// the others fail at once. Nodes that have not answered when someone else
-// already refused get a short grace, not the whole node timeout: holding
-// partial grants that long makes every contender fail.
+// that cannot make one as they stand (a node that has not answered is
+// waited for until its node timeout, unless the others decide). Then a
+// split vote between contenders — the waiting sets diverged while a node
+// was down, or TryLocks met on a free key — is resolved in the same attempt
+// (tally.wins): the winner asks the contenders' nodes again, up to
+// maxReasks times, about a round trip apart; the others fail at once.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
 	return c.try(ctx, key, ttl, lc, 0, "")
 }
@@ -479,11 +485,8 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	a := c.startAttempt(key, ttl, lc.since, lease, next)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
-		grace    <-chan time.Time // runs from the first refusal
-		graced   bool             // it ran out: nodes still silent are not waited for
-		reask    *time.Timer      // set while a split vote's winner waits to ask again
+		reask    *time.Timer // set while a split vote's winner waits to ask again
 		reasks   int
-		reasked  []int     // the nodes asked again last
 		lastAsk  = wall    // when the latest ask went out
 		reaskEnd time.Time // no new ask after this
 	)
@@ -497,12 +500,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		if n.granted >= c.quorum {
 			break
 		}
-		if n.refused > 0 && grace == nil {
-			g := time.NewTimer(max(a.timeout/4, 3*time.Since(wall)))
-			defer g.Stop()
-			grace = g.C
-		}
-		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum || (graced && !t.anyWaiting(reasked))
+		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum
 		if stuck && reask == nil {
 			if reaskEnd.IsZero() {
 				reaskEnd = time.Now().Add(a.timeout)
@@ -522,13 +520,12 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		select {
 		case r := <-a.replies:
 			t.add(r)
-		case <-grace:
-			graced, grace = true, make(chan time.Time) // never again
 		case <-reaskC:
 			reask, reasks = nil, reasks+1
-			reasked, lastAsk = t.refusers(), time.Now()
-			t.asked(reasked)
-			a.ask(reasked)
+			refusers := t.refusers()
+			lastAsk = time.Now()
+			t.asked(refusers)
+			a.ask(refusers)
 		case <-ctx.Done():
 			return nil, failure{}, a.abandon(join(append([]error{ErrNotAcquired, ctx.Err()}, t.errs()...)...))
 		case <-c.closing:

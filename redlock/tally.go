@@ -127,16 +127,6 @@ func (t *tally) wins(value string) bool {
 	return true
 }
 
-// anyWaiting reports whether one of nodes has not answered yet.
-func (t *tally) anyWaiting(nodes []int) bool {
-	for _, i := range nodes {
-		if t.waiting[i] {
-			return true
-		}
-	}
-	return false
-}
-
 // failure is what a failed attempt saw, for its waiter.
 type failure struct {
 	holderTTL time.Duration // how long the holder's key has left; 0 when unknown

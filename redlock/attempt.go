@@ -92,9 +92,8 @@ func holdValue(since time.Time, id [4]byte) string {
 
 // startAttempt sends the acquire script to every node. lease is how long a
 // refused caller keeps its place in the key's waiting set (0: it does not
-// wait), next the wait start of the Client's next waiter ("" for none; see
-// acquire.lua).
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration, next string) *attempt {
+// wait; see acquire.lua).
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration) *attempt {
 	n := len(c.nodes)
 	order, leases := waitKeys(key)
 	value := holdValue(since, c.id)
@@ -106,7 +105,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, le
 		start:   c.cfg.clock.Now(),
 		timeout: c.nodeTimeout(ttl),
 		keys:    []string{key, FenceKey(key), order, leases},
-		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds(), next},
+		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds()},
 		// One answer per node at most is ever unread: a node is asked
 		// again (a split vote's re-ask) only once its answer was read
 		// (tally.refusers), so answer never blocks. A held Lock keeps
@@ -418,7 +417,19 @@ func mayHideGrant(err error) bool {
 // stepBack releases node i's grant in the background (announced, like
 // every release: see release.lua).
 func (a *attempt) stepBack(i int) {
-	a.c.owe(i, a.releaseKeys(), a.longestTTL(), a.timeout, a.value)
+	a.c.owe(i, a.releaseKeys(), a.longestTTL(), a.timeout, a.releaseArgs(false)...)
+}
+
+// releaseArgs are release.lua's arguments: an Unlock's also pass the
+// Client's entry in the waiting set, if it is still this hold's (a waiter
+// served), to the Client's next waiter for the key (see waitQueues.passOn),
+// or end it; a step back's keep it (the caller may still wait).
+func (a *attempt) releaseArgs(unlock bool) []any {
+	if !unlock {
+		return []any{a.value, "", "", "", 0}
+	}
+	next, lease := a.c.waiters.passOn(a.key, a.timeout)
+	return []any{a.value, a.args[2], a.c.idHex, next, lease.Milliseconds()}
 }
 
 // longestTTL is the longest TTL the hold was given on any node.
@@ -439,7 +450,7 @@ func (a *attempt) extending(ttl time.Duration) {
 // release runs compare-and-delete on node i and waits for the answer: it
 // reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.releaseKeys(), a.value)
+	v, err := a.c.call(i, releaseScript, a.timeout, a.releaseKeys(), a.releaseArgs(false)...)
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}
@@ -459,14 +470,12 @@ func (a *attempt) release(i int) (bool, error) {
 // (tally.wins): the winner asks the contenders' nodes again, up to
 // maxReasks times, about a round trip apart; the others fail at once.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
-	return c.try(ctx, key, ttl, lc, 0, "")
+	return c.try(ctx, key, ttl, lc, 0)
 }
 
 // try is one attempt; lease is how long a refusal keeps the caller's
 // place in the key's waiting set (0 for none: see acquire.lua).
-// next is the wait start of the Client's next waiter for key, or "": a
-// grant leaves it the Client's place.
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration, next string) (*Lock, failure, error) {
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, join(ErrNotAcquired, err)
 	}
@@ -482,7 +491,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since, lease, next)
+	a := c.startAttempt(key, ttl, lc.since, lease)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		reask    *time.Timer // set while a split vote's winner waits to ask again

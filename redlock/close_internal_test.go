@@ -241,7 +241,7 @@ func TestReleaseAfterCloseStillReachesTheNode(t *testing.T) {
 	c.inflight.wait(nil) // every node granted
 	_ = c.Close()
 	got := make(resultSink, 1)
-	c.newGroup(got, c.cfg.nodeTimeout, []int{0}, releaseScript, l.a.releaseKeys(), l.Value()).start()
+	c.newGroup(got, c.cfg.nodeTimeout, []int{0}, releaseScript, l.a.releaseKeys(), l.a.releaseArgs(true)...).start()
 	if r := <-got; r.err != nil || asInt(r.v) != 1 {
 		t.Fatalf("release on node 0 after Close: %v, %v; want it to delete the hold", r.v, r.err)
 	}

@@ -23,5 +23,9 @@
 // automatically). Failures are [ErrNotAcquired], [ErrLockLost] and
 // [ErrInvalidArgument], with [*NodeError] for what a node said.
 //
+// Waiters are served in the order they began to wait, across processes:
+// each node keeps a key's waiting set and grants only to its first waiter
+// (see [Client.Lock]; Claim 6 of docs/protocol.md says exactly when).
+//
 // A Client is safe for concurrent use, and so is a Lock.
 package redlock

@@ -266,9 +266,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// A node that fails is owed its release (see owe): sent again until
 	// it lands, or the hold's longest TTL has certainly passed.
 	votes := make(voteSink, len(nodes))
-	keys := l.a.releaseKeys()
-	sink := owing{votes: votes, c: c, keys: keys, args: []any{l.a.value}, ttl: l.a.longestTTL(), tmo: l.a.timeout}
-	c.newGroup(sink, l.a.timeout, nodes, releaseScript, keys, l.a.value).start()
+	keys, args := l.a.releaseKeys(), l.a.releaseArgs(true)
+	sink := owing{votes: votes, c: c, keys: keys, args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout}
+	c.newGroup(sink, l.a.timeout, nodes, releaseScript, keys, args...).start()
 	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
 	switch {
 	case oks >= c.quorum:

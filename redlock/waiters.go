@@ -49,14 +49,15 @@ type keyQueue struct {
 
 // waiter is one Lock call waiting for a key.
 type waiter struct {
-	q     *keyQueue
-	since int64         // its wait start, ms on the Client's clock: its place in the waiting set
-	head  chan struct{} // closed when it is the head of its queue
+	q       *keyQueue
+	since   int64         // its wait start, ms on the Client's clock: its place in the waiting set
+	timeout time.Duration // its node timeout
+	head    chan struct{} // closed when it is the head of its queue
 
 	// Guarded by waitQueues.mu:
-	entered bool    // the nodes may keep its place: it tried as the head, or was next when the head did
-	placed  bool    // the head before it acquired the key and left it its place: no need to ask at once
-	behind  *waiter // the next waiter when its last try began (see rearm)
+	entered bool      // the nodes may keep its place: it tried as the head, or an Unlock passed it the Client's
+	placed  bool      // it became the head when the one before it acquired the key: that hold's Unlock passes it the Client's place
+	due     time.Time // when its current sleep ends, on the Client's clock (zero: not asleep)
 }
 
 func newWaitQueues(c *Client) *waitQueues {
@@ -68,8 +69,9 @@ func newWaitQueues(c *Client) *waitQueues {
 	return w
 }
 
-// join queues a waiter for key that began to wait at since.
-func (w *waitQueues) join(key string, since time.Time) *waiter {
+// join queues a waiter for key that began to wait at since; timeout is
+// its node timeout.
+func (w *waitQueues) join(key string, since time.Time, timeout time.Duration) *waiter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[key]
@@ -82,7 +84,7 @@ func (w *waitQueues) join(key string, since time.Time) *waiter {
 	if len(q.waiters) == 0 {
 		w.idle = slices.DeleteFunc(w.idle, func(k string) bool { return k == key })
 	}
-	me := &waiter{q: q, since: since.UnixMilli(), head: make(chan struct{})}
+	me := &waiter{q: q, since: since.UnixMilli(), timeout: timeout, head: make(chan struct{})}
 	q.waiters = append(q.waiters, me)
 	if len(q.waiters) == 1 {
 		close(me.head)
@@ -101,10 +103,11 @@ func (me *waiter) atHead() bool {
 }
 
 // leave removes me; the next waiter becomes the head. A head that leaves
-// without the key withdraws its place from the nodes (withdraw.lua), so
-// that the next waiters need not wait for its lease. The last one out makes
-// the queue idle; the least recently used idle queue beyond maxIdle is
-// dropped with its subscription.
+// with the key leaves the next one its place, at the Unlock (see passOn); one
+// that leaves without it withdraws its place from the nodes (withdraw.lua),
+// so that the next waiters need not wait for its lease. The last one out
+// makes the queue idle; the least recently used idle queue beyond maxIdle
+// is dropped with its subscription.
 func (w *waitQueues) leave(me *waiter, acquired bool) {
 	q := me.q
 	w.mu.Lock()
@@ -112,12 +115,13 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	if me.entered && !acquired && !w.closed {
 		order, leases := waitKeys(q.key)
 		for i := range w.c.nodes {
-			w.c.send(i, withdrawScript, w.c.nodeTimeout(0), []string{q.key, order, leases}, me.since, w.c.idHex)
+			w.c.send(i, withdrawScript, me.timeout, []string{q.key, order, leases}, me.since, w.c.idHex)
 		}
 	}
 	i := slices.Index(q.waiters, me)
 	q.waiters = slices.Delete(q.waiters, i, i+1)
 	if i == 0 && len(q.waiters) > 0 {
+		q.waiters[0].placed = acquired
 		close(q.waiters[0].head)
 	}
 	if len(q.waiters) > 0 || w.queues[q.key] != q {
@@ -138,49 +142,47 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	}
 }
 
-// rearm forgets the releases announced so far, before the head's try: the
-// next wake-up needs a quorum of new ones. Releases announced while the
-// try is out count: they come after the nodes' answers. It returns the
-// wait start of the waiter behind me, "" for none: a grant leaves it the
-// Client's place (acquire.lua), so it need not ask as soon as it is the
-// head (see acquired).
-func (w *waitQueues) rearm(me *waiter) (next string) {
-	q := me.q
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	me.entered, me.placed, me.behind = true, false, nil
-	clear(q.free)
-	q.nfree = 0
-	select {
-	case <-q.woken:
-	default:
-	}
-	if len(q.waiters) > 1 && q.waiters[0] == me {
-		me.behind = q.waiters[1]
-		me.behind.entered = true // it withdraws if it leaves: its place may be on the nodes
-		return strconv.FormatInt(me.behind.since, 10)
-	}
-	return ""
-}
-
-// acquired notes that me's try got the key: the waiter behind it then has
-// the Client's place on the nodes.
-func (w *waitQueues) acquired(me *waiter) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if me.behind != nil {
-		me.behind.placed = true
-	}
-}
-
-// asks reports whether me, the head, should ask the nodes now: not when the
-// head before it left it its place (placed), once.
+// asks reports whether me, the head, asks the nodes now: not once, when
+// the head before it left with the key (its Unlock passes me the Client's
+// place: see passOn).
 func (w *waitQueues) asks(me *waiter) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	placed := me.placed
 	me.placed = false
 	return !placed
+}
+
+// passOn is the Client's next waiter for key, for an Unlock's release to
+// pass it the Client's place: its wait start, and a lease that covers its
+// current sleep (see sleep) and a node timeout more; "" when none waits.
+func (w *waitQueues) passOn(key string, timeout time.Duration) (since string, lease time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[key]
+	if q == nil || len(q.waiters) == 0 {
+		return "", 0
+	}
+	next := q.waiters[0]
+	next.entered = true // it withdraws if it leaves
+	left := max(next.due.Sub(w.c.cfg.clock.Now()), 0)
+	return strconv.FormatInt(next.since, 10), addSat(addSat(left, w.c.driftOf(left)), max(timeout, next.timeout))
+}
+
+// rearm forgets the releases announced so far, before the head's try: the
+// next wake-up needs a quorum of new ones. Releases announced while the
+// try is out count: they come after the nodes' answers.
+func (w *waitQueues) rearm(me *waiter) {
+	q := me.q
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	me.entered = true
+	clear(q.free)
+	q.nfree = 0
+	select {
+	case <-q.woken:
+	default:
+	}
 }
 
 // ready subscribes me's key on every node (once per queue) and waits until
@@ -232,6 +234,14 @@ func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) err
 	} else {
 		woken = nil
 	}
+	w.mu.Lock()
+	me.due = w.c.cfg.clock.Now().Add(d)
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		me.due = time.Time{}
+		w.mu.Unlock()
+	}()
 	t := w.c.cfg.clock.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -22,7 +22,7 @@ func bareClient(t *testing.T, n int) *Client {
 // that does not wait.
 func acquireCall(key, value string, ttl time.Duration) ([]string, []any) {
 	order, leases := waitKeys(key)
-	return []string{key, FenceKey(key), order, leases}, []any{value, ttl.Milliseconds(), 0, "55555555", 0, ""}
+	return []string{key, FenceKey(key), order, leases}, []any{value, ttl.Milliseconds(), 0, "55555555", 0}
 }
 
 func woken(me *waiter) bool {
@@ -56,7 +56,7 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := bareClient(t, 5)
-			me := c.waiters.join("k", time.UnixMilli(since))
+			me := c.waiters.join("k", time.UnixMilli(since), time.Second)
 			c.waiters.rearm(me)
 			for i := range c.quorum {
 				if woken(me) {
@@ -79,7 +79,7 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 // answers, and lost, the head would sleep its backoff on a free key.
 func TestRearmForgetsOnlyTheAnnouncementsBeforeTheTry(t *testing.T) {
 	c := bareClient(t, 3)
-	me := c.waiters.join("k", time.UnixMilli(1))
+	me := c.waiters.join("k", time.UnixMilli(1), time.Second)
 	c.waiters.deliver(0, releaseChannel(c.idHex, "k"), "v1", false)
 	c.waiters.rearm(me) // the try begins
 	c.waiters.deliver(1, releaseChannel(c.idHex, "k"), "v1", false)
@@ -97,8 +97,8 @@ func TestRearmForgetsOnlyTheAnnouncementsBeforeTheTry(t *testing.T) {
 // that frees the key for the head may not free it for the next one.
 func TestOnlyTheHeadIsWoken(t *testing.T) {
 	c := bareClient(t, 3)
-	head := c.waiters.join("k", time.UnixMilli(100))
-	next := c.waiters.join("k", time.UnixMilli(300))
+	head := c.waiters.join("k", time.UnixMilli(100), time.Second)
+	next := c.waiters.join("k", time.UnixMilli(300), time.Second)
 	if !head.atHead() || next.atHead() {
 		t.Fatal("the first waiter is not the only head")
 	}
@@ -121,7 +121,7 @@ func TestOnlyTheHeadIsWoken(t *testing.T) {
 // tried: counted again, it would wake that head for nothing.
 func TestAReleaseHeardTwiceCountsOnce(t *testing.T) {
 	c := bareClient(t, 3)
-	me := c.waiters.join("k", time.UnixMilli(1))
+	me := c.waiters.join("k", time.UnixMilli(1), time.Second)
 	c.waiters.rearm(me)
 	for i := range 2 {
 		c.waiters.heardRelease(i, "k", []any{int64(1), "v1"}) // the replies of the Unlock

@@ -6,11 +6,9 @@
 -- entered since with its own.
 -- KEYS[1] lock key, KEYS[2] its waiting order, KEYS[3] its leases
 -- ARGV[1] the waiter's wait start in ms, ARGV[2] its Client's id
-if tonumber(redis.call('ZSCORE', KEYS[2], ARGV[2]) or '-1') ~= tonumber(ARGV[1]) then
+if not withdraw(KEYS[2], KEYS[3], ARGV[1], ARGV[2]) then
   return 0
 end
-redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   announce(KEYS[1], KEYS[2], KEYS[3], 'withdrawn:' .. ARGV[1] .. ':' .. ARGV[2])
 end

@@ -5,8 +5,9 @@
 -- ARGV[1] this hold's value, ARGV[2] ttl in ms, ARGV[3] the caller's wait
 -- start in ms, ARGV[4] its Client's id, ARGV[5] lease in ms: on refusal the
 -- caller waits (enters or refreshes its entry) until then; 0 never enters.
--- ARGV[6] the wait start of the Client's next waiter for the key, or '':
--- on a grant, that waiter takes the Client's place, with the same lease.
+-- A grant leaves the caller's entry as it is: the attempt may still fail
+-- (too few grants), and then the caller still waits here. The entry goes
+-- with the Unlock of the hold (see release.lua), or at its lease's end.
 -- Returns {1, counter} when granted, {0, pttl, counter, holder, head} when
 -- refused: holder is the value that holds the key ('' if free: another
 -- waiter is first), head the first waiter ("since id", '' if none). Counters
@@ -26,12 +27,6 @@ local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local hs, hid = head(KEYS[3], id)
 if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  if ARGV[6] ~= '' and lease > 0 then
-    enter(KEYS[3], KEYS[4], ARGV[6], id, t, lease)
-  else
-    redis.call('ZREM', KEYS[3], id)
-    redis.call('ZREM', KEYS[4], id)
-  end
   return {1, redis.call('GET', KEYS[2])}
 end
 if lease > 0 then

@@ -42,6 +42,17 @@ local function enter(order, leases, since, id, t, lease)
   end
 end
 
+-- withdraw removes id's entry if its wait start is since, and reports
+-- whether it did.
+local function withdraw(order, leases, since, id)
+  if tonumber(redis.call('ZSCORE', order, id) or '-1') ~= tonumber(since) then
+    return false
+  end
+  redis.call('ZREM', order, id)
+  redis.call('ZREM', leases, id)
+  return true
+end
+
 -- older reports whether (s1, id1) waited longer than (s2, id2).
 local function older(s1, id1, s2, id2)
   s1, s2 = tonumber(s1), tonumber(s2)

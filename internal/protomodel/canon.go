@@ -65,9 +65,9 @@ func (s *State) rebase(c *Config) {
 
 const (
 	slotBytes = 3
-	colHead   = 6
-	attBytes  = 5
-	maxEnc    = 4 + 8 + maxAttempts*attBytes + MaxNodes*(colHead+maxAttempts*slotBytes)
+	colHead   = 7 // then one byte per client: its entry in the waiting set
+	attBytes  = 6
+	maxEnc    = 7 + 8 + maxAttempts*attBytes + MaxClients + MaxNodes*(colHead+MaxClients+maxAttempts*slotBytes)
 )
 
 // encode writes the state's canonical form, the least of its encodings
@@ -91,7 +91,7 @@ func (s *State) encode(c *Config, buf *[maxEnc]byte) []byte {
 		for k := range c.Attempts {
 			a := &s.attempts[cl*c.Attempts+k]
 			key := keys[cl][k*attBytes:]
-			key[0], key[1], key[2], key[3], key[4] = byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks
+			key[0], key[1], key[2], key[3], key[4], key[5] = byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks, a.since
 		}
 	}
 	var alt [maxEnc]byte
@@ -139,8 +139,15 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 		order[nh] = uint8(h)
 		rename[h+1] = uint8(nh + 1)
 	}
+	var back [MaxClients]uint8 // back[new place] = old client
+	for k := range c.Clients {
+		back[p[k]] = uint8(k)
+	}
 	b := buf[:0]
-	b = append(b, s.crashes, s.timeouts, s.giveups, s.expiries)
+	// bad is part of the form: a step that breaks a property must not lead
+	// to a known state reached by a run that broke nothing (the fairness
+	// check leaves no trace in the state after it).
+	b = append(b, s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases, byte(s.bad))
 	r := s.returned
 	for range 8 {
 		b = append(b, byte(r))
@@ -148,10 +155,13 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 	}
 	for _, h := range order[:na] {
 		a := &s.attempts[h]
-		b = append(b, byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks)
+		b = append(b, byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks, a.since)
+	}
+	for _, k := range back[:c.Clients] {
+		b = append(b, s.waits[k])
 	}
 	start := len(b)
-	col := colHead + na*slotBytes
+	col := colHead + c.Clients + na*slotBytes
 	for i := range c.Nodes {
 		nd := &s.nodes[i]
 		var inflight uint16
@@ -160,8 +170,19 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 				inflight |= 1 << (rename[h+1] - 1)
 			}
 		}
+		var guard uint16 // bit b·Clients+a: node i is in guard[b][a]
+		for y := range c.Clients {
+			for x := range c.Clients {
+				if s.guard[y][x]&(1<<i) != 0 {
+					guard |= 1 << (int(p[y])*c.Clients + int(p[x]))
+				}
+			}
+		}
 		b = append(b, bit(nd.up, 0)|bit(nd.skewed, 1)|bit(nd.healed, 2), rename[nd.key], nd.counter,
-			byte(inflight), byte(inflight>>8), 0)
+			byte(inflight), byte(inflight>>8), byte(guard), byte(guard>>8))
+		for _, k := range back[:c.Clients] {
+			b = append(b, nd.wait[k])
+		}
 		for _, h := range order[:na] {
 			sl := &nd.slots[h]
 			b = append(b,
@@ -230,22 +251,34 @@ func fingerprint(b []byte) uint64 {
 func (s *State) decode(c *Config, b []byte) {
 	na := c.Clients * c.Attempts
 	*s = State{}
-	s.crashes, s.timeouts, s.giveups, s.expiries = b[0], b[1], b[2], b[3]
+	s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases = b[0], b[1], b[2], b[3], b[4], b[5]
+	s.bad = badness(b[6])
 	for k := range 8 {
-		s.returned |= uint64(b[4+k]) << (8 * k)
+		s.returned |= uint64(b[7+k]) << (8 * k)
 	}
-	b = b[12:]
+	b = b[15:]
 	for h := range na {
 		a := &s.attempts[h]
 		a.phase, a.won, a.expired = phase(b[0]&7), b[0]&(1<<3) != 0, b[0]&(1<<4) != 0
-		a.floor, a.token, a.at, a.reasks = b[1], b[2], b[3], b[4]
+		a.floor, a.token, a.at, a.reasks, a.since = b[1], b[2], b[3], b[4], b[5]
 		b = b[attBytes:]
 	}
+	copy(s.waits[:c.Clients], b)
+	b = b[c.Clients:]
 	for i := range c.Nodes {
 		nd := &s.nodes[i]
 		nd.up, nd.skewed, nd.healed, nd.key, nd.counter = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0, b[1], b[2]
 		nd.inflight = uint16(b[3]) | uint16(b[4])<<8
-		b = b[colHead:]
+		guard := uint16(b[5]) | uint16(b[6])<<8
+		for y := range c.Clients {
+			for x := range c.Clients {
+				if guard&(1<<(y*c.Clients+x)) != 0 {
+					s.guard[y][x] |= 1 << i
+				}
+			}
+		}
+		copy(nd.wait[:c.Clients], b[colHead:])
+		b = b[colHead+c.Clients:]
 		for h := range na {
 			sl := &nd.slots[h]
 			sl.acq, sl.granted, sl.group = call(b[0]&7), b[0]&(1<<3) != 0, b[0]>>4&3

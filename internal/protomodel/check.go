@@ -16,6 +16,11 @@ const (
 	// its way out: a release or the acquire's reply (which releases it when
 	// it arrives) is still on the wire.
 	NoGrantLeftBehind Property = "no grant left behind"
+	// Fairness: a client does not return a Lock while an older client
+	// waits whose entry was on every node of a quorum, without a gap, since
+	// before the younger one began waiting (Claim 6; Config.Fairness checks
+	// weaker hypotheses instead).
+	Fairness Property = "fairness"
 )
 
 // check returns the property s breaks, or "".
@@ -40,6 +45,8 @@ func (m *Model) broken(s *State) Property {
 		return FencingOrder
 	case badDuplicate:
 		return UniqueTokens
+	case badUnfair:
+		return Fairness
 	}
 	c := &m.cfg
 	if c.checksExclusion() {

@@ -128,6 +128,7 @@ func (m *Model) succeed(s *State, h int) {
 	}
 	s.returned |= 1 << t
 	a.phase, a.won = holding, true
+	m.won(s, h)
 	m.forgetRaises(s, h)
 	for i := range m.cfg.Nodes {
 		if sl := &s.nodes[i].slots[h]; sl.acq == answered && sl.counter < t {
@@ -276,12 +277,14 @@ func (m *Model) reask(s *State, h int) {
 }
 
 // start begins client c's next attempt: value fresh, validity from now,
-// the acquire script sent to every node.
+// the acquire script sent to every node, with the wait start of the wait it
+// continues (retry) or begins.
 //
 //go:norace
-func (m *Model) start(s *State, h int) {
+func (m *Model) start(s *State, h int, retry bool) {
 	a := &s.attempts[h]
 	a.phase, a.floor = acquiring, s.maxReturned()
+	m.beginWait(s, h, retry)
 	for i := range m.cfg.Nodes {
 		s.nodes[i].slots[h].acq = asked
 	}

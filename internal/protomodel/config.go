@@ -56,6 +56,15 @@ const (
 	// LateGrantKept: a grant whose reply comes after the attempt failed or
 	// was unlocked is not released (attempt.settle left out).
 	LateGrantKept
+	// Barging: acquire ignores the waiting set (first is always true): a
+	// newcomer is granted a free key ahead of the head.
+	Barging
+	// GrantKeepsEntry is not a bug but a proposed change of the rule: a
+	// grant leaves the caller's entry in place, and the release of a hold
+	// that was returned (Unlock) removes its client's entry. A try that
+	// fails after some grants then keeps its place on the nodes that
+	// granted it (see Fairness forms OnceQuorum and AnyQuorum).
+	GrantKeepsEntry
 )
 
 var variantNames = [...]string{
@@ -68,17 +77,37 @@ var variantNames = [...]string{
 	SkewedNodes:           "skewed node clocks",
 	Pause:                 "process pause longer than the validity",
 	LateGrantKept:         "late grant kept",
+	Barging:               "barging",
+	GrantKeepsEntry:       "grant keeps the entry",
 }
 
 //go:norace
 func (v Variant) String() string { return variantNames[v] }
 
+// FairnessForm says which hypothesis the fairness check (Claim 6) puts on
+// the older waiter A's entry before it forbids the younger B to acquire
+// while A waits.
+type FairnessForm uint8
+
+const (
+	// FixedQuorum: the nodes of one quorum Q held A's entry from before B
+	// began waiting and still hold it, each without a gap. The claim.
+	FixedQuorum FairnessForm = iota
+	// AnyQuorum: at every moment since B began waiting, some quorum held
+	// A's entry (not always the same one). False: docs/protocol.md, Claim 6.
+	AnyQuorum
+	// OnceQuorum: a quorum held A's entry when B began waiting. False.
+	OnceQuorum
+)
+
+var fairnessNames = [...]string{FixedQuorum: "", AnyQuorum: "fair=any-quorum", OnceQuorum: "fair=once-quorum"}
+
 // Limits of the state layout.
 const (
 	MaxNodes     = 5
 	MaxClients   = 3
-	MaxPerClient = 2
-	maxAttempts  = MaxClients * MaxPerClient
+	MaxPerClient = 3
+	maxAttempts  = 6  // in all: Clients × Attempts
 	maxCounter   = 63 // tokens are kept in a 64-bit set
 )
 
@@ -92,6 +121,11 @@ type Config struct {
 	Timeouts int // deadlines (a group of calls timing out) in a run
 	GiveUps  int // attempts abandoned early (ctx, grace) in a run
 	Expiries int // validities running out in a run
+	// Retries: tries, in a run, that continue the wait of a client's failed
+	// try (Lock trying again, same wait start); every other try begins a new
+	// wait, younger than every wait begun before it.
+	Retries int
+	Leases  int // waiting-set entries whose lease runs out, in a run
 	// PromptReplies: a reply reaches the client in the step the node ran
 	// the call (a slow reply is still modelled by a timeout and a late
 	// reply). A coarser network, for bounds that are too large otherwise.
@@ -100,6 +134,8 @@ type Config struct {
 	Timing        Timing // what clocks do
 	Variant       Variant
 	Skewed        int // SkewedNodes: how many nodes have a fast clock
+	// Fairness: the form of Claim 6 checked (the zero value is the claim).
+	Fairness FairnessForm
 
 	// CheckExclusion checks mutual exclusion even under AnyTiming (to show
 	// the counterexample when the timing assumption is dropped).
@@ -123,6 +159,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("protomodel: %d clients, want 1..%d", c.Clients, MaxClients)
 	case c.Attempts < 1 || c.Attempts > MaxPerClient:
 		return fmt.Errorf("protomodel: %d attempts per client, want 1..%d", c.Attempts, MaxPerClient)
+	case c.Clients*c.Attempts > maxAttempts:
+		return fmt.Errorf("protomodel: %d attempts in all, want at most %d", c.Clients*c.Attempts, maxAttempts)
 	case c.Init != nil && len(c.Init) != c.Nodes:
 		return fmt.Errorf("protomodel: %d initial counters for %d nodes", len(c.Init), c.Nodes)
 	case c.Skewed > c.Nodes:
@@ -140,7 +178,7 @@ func (c Config) String() string {
 	for _, b := range []struct {
 		name string
 		n    int
-	}{{"crash", c.Crashes}, {"expiry", c.Expiries}, {"reask", c.Reasks}, {"timeout", c.Timeouts}, {"giveup", c.GiveUps}} {
+	}{{"crash", c.Crashes}, {"expiry", c.Expiries}, {"reask", c.Reasks}, {"timeout", c.Timeouts}, {"giveup", c.GiveUps}, {"retry", c.Retries}, {"lease", c.Leases}} {
 		if b.n > 0 {
 			s += fmt.Sprintf(" %s=%d", b.name, b.n)
 		}
@@ -150,6 +188,9 @@ func (c Config) String() string {
 	}
 	if c.Timing == AnyTiming {
 		s += " any-timing"
+	}
+	if c.Fairness != FixedQuorum {
+		s += " " + fairnessNames[c.Fairness]
 	}
 	if c.Init != nil {
 		s += fmt.Sprintf(" init=%v", c.Init)

@@ -10,13 +10,15 @@
 // What is modelled, transcribed from redlock (acquire.go, attempt.go,
 // tally.go, lock.go, the Lua scripts in scripts/):
 //
-//   - a node: the lock key (which hold's value, if any) and the fence
-//     counter; the scripts acquire, raise, heal and release, each one
-//     atomic step;
+//   - a node: the lock key (which hold's value, if any), the fence counter
+//     and the key's waiting set (one entry per client, ordered by wait
+//     start); the scripts acquire (grant only to the first; a refusal
+//     registers), raise, heal and release, each one atomic step;
 //   - a client: attempts that ask every node, decide at a quorum or when
 //     stuck, take the fast path or raise the lagging grants under ownership,
 //     heal after a success, release after a failure or an unlock, settle
-//     late replies, re-ask after a split vote, time out, give up;
+//     late replies, re-ask after a split vote, time out, give up; a try
+//     that begins a wait, or (Lock trying again) continues its client's;
 //   - the network: each call and each reply is a message delivered at any
 //     later step, except that a client's calls for a key reach a node in
 //     order (redlock's per-key worker queue); a lost message is one never
@@ -24,11 +26,14 @@
 //   - faults: a node crashes, and comes back empty (amnesia) under the
 //     assumption of docs/protocol.md; a validity runs out on the client's
 //     clock; a key expires (with exact clocks, only after the validity of
-//     the hold that set it; without a timing assumption, at any moment).
+//     the hold that set it; without a timing assumption, at any moment); a
+//     waiting-set entry's lease runs out; an empty restart drops the set.
 //
 // Properties: fencing order (B started after A returned ⇒ B's token >
 // A's), unique tokens, mutual exclusion within validity (with exact
-// clocks), no grant left behind. Variants plant the known bugs and drop the
+// clocks), no grant left behind, fairness (no Lock returned while an older
+// client waits whose entry stayed on one quorum since before the younger
+// began waiting: waiting.go). Variants plant the known bugs and drop the
 // assumptions one at a time; the tests show each is caught with a shortest
 // trace.
 //

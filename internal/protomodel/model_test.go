@@ -34,9 +34,14 @@ var (
 	n5Network = Config{Nodes: 5, Clients: 2, Attempts: 1}
 	n5Crash   = Config{Nodes: 5, Clients: 2, Attempts: 1, Crashes: 1, PromptReplies: true}
 	n5Expiry  = Config{Nodes: 5, Clients: 2, Attempts: 1, Expiries: 1, PromptReplies: true}
+	// The waiting set (every bound has it; in the others each try begins a
+	// new wait): a Lock that tries again after a refusal, with the wait
+	// start it registered; then also a lease that runs out.
+	n3Retry      = with(n3, func(c *Config) { c.Retries = 1 })
+	n3RetryLease = with(n3Retry, func(c *Config) { c.Leases = 1 })
 )
 
-var defaultBounds = []Config{n3, n3Network, n3Crash, n3Expiry, n3AnyTiming, n3Split, n3Timeout, n3GiveUp, n5Network, n5Crash, n5Expiry}
+var defaultBounds = []Config{n3, n3Network, n3Crash, n3Expiry, n3AnyTiming, n3Split, n3Timeout, n3GiveUp, n5Network, n5Crash, n5Expiry, n3Retry, n3RetryLease}
 
 // largeBounds: go test -run Model -model.large ./internal/protomodel
 var largeBounds = []Config{
@@ -46,6 +51,8 @@ var largeBounds = []Config{
 	{Nodes: 3, Clients: 2, Attempts: 2, Timing: AnyTiming, Crashes: 1, PromptReplies: true},
 	{Nodes: 3, Clients: 2, Attempts: 2, Reasks: 1, Timeouts: 1, GiveUps: 1, PromptReplies: true},
 	{Nodes: 3, Clients: 2, Attempts: 2, Expiries: 1},
+	{Nodes: 3, Clients: 2, Attempts: 3, Retries: 2, PromptReplies: true},
+	{Nodes: 3, Clients: 2, Attempts: 2, Retries: 1},
 }
 
 func with(c Config, f func(*Config)) Config {
@@ -107,6 +114,8 @@ func TestModelPlantedBugs(t *testing.T) {
 		{NoRaise, with(n3AnyTiming, func(c *Config) { c.Unchecked = []Property{UniqueTokens} }), []Property{FencingOrder}},
 		// Not one of the token's bugs: shows the grant check can fail too.
 		{LateGrantKept, n3, []Property{NoGrantLeftBehind}},
+		// A newcomer granted a free key ahead of the head of the set.
+		{Barging, n3, []Property{Fairness}},
 	} {
 		t.Run(tc.bound.String()+" "+tc.bug.String(), func(t *testing.T) {
 			c := tc.bound
@@ -177,6 +186,37 @@ func TestModelOwnershipUnderExactClocks(t *testing.T) {
 			t.Parallel()
 			if r := explore(t, c); r.Violation != nil {
 				t.Fatalf("%s violated", r.Violation.Property)
+			}
+		})
+	}
+}
+
+// TestModelFairnessForms: Claim 6 needs the older waiter's entry on the
+// nodes of one quorum without a gap. Weaker hypotheses are false under the
+// rule (a grant removes the caller's entry, also the grant of a try that
+// fails or has already failed), with these shortest counterexamples
+// (docs/protocol.md, Claim 6); with the proposed change GrantKeepsEntry the
+// weakest of them holds.
+func TestModelFairnessForms(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bound Config
+		fair  bool
+	}{
+		{"a quorum at every moment", with(n3Retry, func(c *Config) { c.Fairness = AnyQuorum }), false},
+		{"a quorum when the younger began", with(n3Retry, func(c *Config) { c.Fairness = OnceQuorum }), false},
+		{"a quorum when the younger began, grant keeps the entry", with(n3Retry, func(c *Config) {
+			c.Fairness, c.Variant = OnceQuorum, GrantKeepsEntry
+		}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := explore(t, tc.bound)
+			switch {
+			case tc.fair && r.Violation != nil:
+				t.Fatalf("%s violated", r.Violation.Property)
+			case !tc.fair && (r.Violation == nil || r.Violation.Property != Fairness):
+				t.Fatalf("want a %s violation", Fairness)
 			}
 		})
 	}

@@ -3,19 +3,27 @@ package protomodel
 // The node side: the four scripts, each one atomic step on one node, and
 // what happens to nodes: crash, restart with or without data, key expiry.
 
-// runAcquire is acquire.lua: SET key value NX PX ttl; on success INCR the
-// counter and reply {1, counter}; else reply {0, pttl, counter, holder}.
+// runAcquire is acquire.lua (a Lock's: lease > 0, no from): if the
+// caller is first in the waiting set and SET key value NX PX ttl succeeds,
+// INCR the counter, remove the caller's entry and reply {1, counter}; else
+// register (since, id) and reply {0, pttl, counter, holder, head}. Expired
+// entries are already gone (purge).
 //
 //go:norace
 func (m *Model) runAcquire(s *State, h, i int) {
 	nd := &s.nodes[i]
 	sl := &nd.slots[h]
-	if nd.key == 0 {
+	c := h / m.cfg.Attempts
+	if nd.key == 0 && m.first(s, h, i) {
 		nd.key = uint8(h + 1)
 		nd.counter++
 		sl.granted = true
+		if m.cfg.Variant != GrantKeepsEntry {
+			nd.wait[c] = 0
+		}
 	} else {
 		sl.granted = false
+		nd.wait[c] = s.attempts[h].since
 	}
 	sl.counter = nd.counter
 	if sl.acq == asked {
@@ -57,7 +65,10 @@ func (m *Model) runHeal(s *State, h, i int) {
 	nd.slots[h].heal = false
 }
 
-// runRelease is release.lua: delete the key only while it holds this value.
+// runRelease is release.lua: delete the key only while it holds this
+// value (and announce the head: a hint for liveness, not modelled). Its
+// purge is already done. With GrantKeepsEntry, the release of a hold that
+// was returned removes its client's entry of that wait.
 //
 //go:norace
 func (m *Model) runRelease(s *State, h, i int) {
@@ -66,6 +77,10 @@ func (m *Model) runRelease(s *State, h, i int) {
 		nd.key = 0
 	}
 	nd.slots[h].release = false
+	a := &s.attempts[h]
+	if c := h / m.cfg.Attempts; m.cfg.Variant == GrantKeepsEntry && a.won && nd.wait[c] == a.since {
+		nd.wait[c] = 0
+	}
 }
 
 // mayExpire: node i's key may run out now. With exact clocks a key lives
@@ -104,6 +119,7 @@ func (m *Model) crash(s *State, i int) {
 func (m *Model) restartEmpty(s *State, i int) {
 	nd := &s.nodes[i]
 	nd.up, nd.healed, nd.inflight, nd.key, nd.counter = true, false, 0, 0, 0
+	nd.wait = [MaxClients]uint8{}
 }
 
 // othersKeepTop: the nodes other than i keep the highest counter on a

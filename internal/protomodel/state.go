@@ -63,7 +63,12 @@ type node struct {
 	// While down: what held when it crashed (see mayForget).
 	healed   bool   // the other nodes kept the highest counter on a quorum
 	inflight uint16 // the attempts that were acquiring
-	slots    [maxAttempts]slot
+	// The waiting set: wait[c] is the wait start (a since rank, see
+	// waiting.go) of client c's entry, 0 if it has none. An entry whose
+	// lease ran out is removed at once: every script purges them before it
+	// reads the set.
+	wait  [MaxClients]uint8
+	slots [maxAttempts]slot
 }
 
 type phase uint8
@@ -85,6 +90,7 @@ type attempt struct {
 	token   uint8 // t, once computed; carried by its raises and heals
 	at      uint8 // |P|: grants whose counter was t
 	reasks  uint8
+	since   uint8 // the wait start its acquire calls carry (a since rank)
 }
 
 // State is one state of the model. It is a value: copying it copies all.
@@ -95,8 +101,17 @@ type State struct {
 	timeouts uint8
 	giveups  uint8
 	expiries uint8
+	retries  uint8
+	leases   uint8
 	returned uint64 // bit t: a Lock with token t was returned
-	bad      badness
+	// waits[c]: the wait start of client c's wait (a since rank), 0 when it
+	// is not waiting (it holds, or has not begun).
+	waits [MaxClients]uint8
+	// guard[b][a]: while client b waits, the nodes that held client a's
+	// entry of a's wait, without a gap, since before b began waiting (the
+	// fairness check: waiting.go); 0 once fewer than a quorum.
+	guard [MaxClients][MaxClients]uint8
+	bad   badness
 }
 
 // badness is a fencing property broken by the step into this state.
@@ -106,6 +121,7 @@ const (
 	fine badness = iota
 	badOrder
 	badDuplicate
+	badUnfair
 )
 
 // meaningful: the counter in this reply will still be read — it is on
@@ -138,6 +154,7 @@ func (s *State) maxReturned() uint8 {
 func (s *State) tidy(m *Model) {
 	c := &m.cfg
 	n := c.Nodes
+	defer m.tidyWaits(s)
 	for h := range c.Clients * c.Attempts {
 		a := &s.attempts[h]
 		if a.phase == unstarted {

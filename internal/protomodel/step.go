@@ -21,10 +21,11 @@ const (
 	stepExpire
 	stepCrash
 	stepRestartEmpty
+	stepLease
 )
 
 // step is one event: what happened, to which attempt (h), node (n), ask
-// group (g).
+// group (g). A start with g = 1 is a retry; a lease's h is a client.
 type step struct {
 	kind    kind
 	h, n, g uint8
@@ -76,6 +77,9 @@ func (m *Model) enabled(s *State, steps []step) []step {
 			if s.attempts[h].phase == unstarted {
 				if k == 0 || s.attempts[h-1].phase == ended {
 					steps = append(steps, step{kind: stepStart, h: uint8(h)})
+					if k > 0 && s.waits[cl] != 0 && int(s.retries) < c.Retries {
+						steps = append(steps, step{kind: stepStart, h: uint8(h), g: 1})
+					}
 				}
 				break
 			}
@@ -176,6 +180,13 @@ func (m *Model) enabled(s *State, steps []step) []step {
 		if m.mayExpire(s, i) {
 			steps = append(steps, step{kind: stepExpire, n: ii})
 		}
+		if int(s.leases) < c.Leases {
+			for x := range c.Clients {
+				if nd.wait[x] != 0 {
+					steps = append(steps, step{kind: stepLease, h: uint8(x), n: ii})
+				}
+			}
+		}
 	}
 	return steps
 }
@@ -187,7 +198,7 @@ func (m *Model) apply(s *State, st step) {
 	h, i := int(st.h), int(st.n)
 	switch st.kind {
 	case stepStart:
-		m.start(s, h)
+		m.start(s, h, st.g == 1)
 	case stepAcquire:
 		m.runAcquire(s, h, i)
 		if m.cfg.PromptReplies && s.nodes[i].slots[h].acq == replied {
@@ -228,5 +239,8 @@ func (m *Model) apply(s *State, st step) {
 		m.crash(s, i)
 	case stepRestartEmpty:
 		m.restartEmpty(s, i)
+	case stepLease:
+		s.nodes[i].wait[h] = 0
+		s.leases++
 	}
 }

@@ -25,12 +25,20 @@ func (m *Model) describe(s *State, st step, after *State) string {
 	var d string
 	switch st.kind {
 	case stepStart:
-		d = fmt.Sprintf("%s starts (tokens so far ≤ %d)", a, after.attempts[h].floor)
+		how := "starts waiting"
+		if st.g == 1 {
+			how = "retries"
+		}
+		d = fmt.Sprintf("%s %s, since %d (tokens so far ≤ %d)", a, how, after.attempts[h].since, after.attempts[h].floor)
 	case stepAcquire:
-		if s.nodes[i].key == 0 {
+		switch nd := &s.nodes[i]; {
+		case after.nodes[i].counter > nd.counter: // only a grant moves it here
 			d = fmt.Sprintf("%s grants %s, counter %d", nodeName(i), a, after.nodes[i].counter)
-		} else {
-			d = fmt.Sprintf("%s refuses %s (held by %s), counter %d", nodeName(i), a, m.who(int(s.nodes[i].key)-1), after.nodes[i].counter)
+		case nd.key != 0:
+			d = fmt.Sprintf("%s refuses %s (held by %s), counter %d", nodeName(i), a, m.who(int(nd.key)-1), after.nodes[i].counter)
+		default:
+			hd := m.head(nd)
+			d = fmt.Sprintf("%s refuses %s (free, but c%d@%d is first)", nodeName(i), a, hd+1, nd.wait[hd])
 		}
 	case stepReply:
 		d = fmt.Sprintf("%s reads %s's reply", a, nodeName(i))
@@ -76,6 +84,9 @@ func (m *Model) describe(s *State, st step, after *State) string {
 		d = fmt.Sprintf("%s crashes", nodeName(i))
 	case stepRestartEmpty:
 		d = fmt.Sprintf("%s restarts empty", nodeName(i))
+	case stepLease:
+		d = fmt.Sprintf("%s: c%d's lease ends", nodeName(i), h+1)
+		return d
 	}
 	return d + m.outcome(s, h, after)
 }
@@ -121,6 +132,15 @@ func (m *Model) render(s *State) string {
 		if nd.key != 0 {
 			holder = m.who(int(nd.key) - 1)
 		}
+		var ws []string
+		for x := range m.cfg.Clients {
+			if w := nd.wait[x]; w != 0 {
+				ws = append(ws, fmt.Sprintf("c%d@%d", x+1, w))
+			}
+		}
+		if len(ws) > 0 {
+			holder += " w:" + strings.Join(ws, ",")
+		}
 		fmt.Fprintf(&b, "%s%s[%s %d] ", nodeName(i), mark, holder, nd.counter)
 	}
 	b.WriteString("|")
@@ -130,7 +150,7 @@ func (m *Model) render(s *State) string {
 		if a.phase == unstarted {
 			continue
 		}
-		fmt.Fprintf(&b, " %s:%s", m.who(h), m.phaseName(a))
+		fmt.Fprintf(&b, " %s@%d:%s", m.who(h), a.since, m.phaseName(a))
 		for i := range m.cfg.Nodes {
 			sl := &s.nodes[i].slots[h]
 			to := m.who(h) + "→" + nodeName(i)

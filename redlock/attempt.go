@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,14 +51,12 @@ type reply struct {
 
 type attempt struct {
 	c       *Client
-	key     string
 	value   string
 	ttl     time.Duration
-	start   time.Time     // on the client's clock: validity counts from here
-	timeout time.Duration // each node call's deadline
-	keys    []string      // the scripts' KEYS: lock key, fence counter, waiting order, leases
-	args    []any         // acquire.lua's ARGV: value, ttl, wait start, Client id, lease
-	replies chan reply    // every answer, for the deciding caller (see startAttempt); nil once compacted
+	start   time.Time  // on the client's clock: validity counts from here
+	keys    []string   // the scripts' KEYS: lock key, fence counter, waiting order, leases
+	args    []any      // acquire.lua's ARGV: value, ttl, wait start, Client id, lease
+	replies chan reply // every answer, for the deciding caller (see startAttempt); nil once compacted
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
@@ -67,7 +66,6 @@ type attempt struct {
 	refused  []int         // compacted: the nodes whose latest answer was a refusal
 	pending  int           // acquire calls not yet answered and settled
 	settled  chan struct{} // closed when pending is 0 after a decision
-	closed   bool          // settled is closed
 	deadline time.Time     // real time by which every acquire call completes
 	skipped  []bool        // unlocked: node i refused, and Unlock's release left it out; nil once compacted
 	longest  time.Duration // the longest TTL the hold was given: ttl, or an Extend's
@@ -79,14 +77,14 @@ type attempt struct {
 // waited, which is how a split vote between equally placed contenders goes
 // to the oldest. Its last four bytes are the Client's id; 42 random bits
 // remain. The waiting set orders waiters by the same two (see waiter).
-func holdValue(since time.Time, id [4]byte) string {
+func holdValue(since time.Time, id string) string {
 	u := uuid.New()
 	ms := uint64(since.UnixMilli())
 	for i := range 6 {
 		u[i] = byte(ms >> (40 - 8*i))
 	}
-	u[6] = u[6]&0x0f | 0x70 // version 7
-	copy(u[12:], id[:])
+	u[6] = u[6]&0x0f | 0x70               // version 7
+	_, _ = hex.Decode(u[12:], []byte(id)) // 8 hex digits, made by New
 	return u.String()
 }
 
@@ -98,14 +96,12 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, le
 	order, leases := waitKeys(key)
 	value := holdValue(since, c.id)
 	a := &attempt{
-		c:       c,
-		key:     key,
-		value:   value,
-		ttl:     ttl,
-		start:   c.cfg.clock.Now(),
-		timeout: c.nodeTimeout(ttl),
-		keys:    []string{key, FenceKey(key), order, leases},
-		args:    []any{value, ttl.Milliseconds(), since.UnixMilli(), c.idHex, lease.Milliseconds()},
+		c:     c,
+		value: value,
+		ttl:   ttl,
+		start: c.cfg.clock.Now(),
+		keys:  []string{key, FenceKey(key), order, leases},
+		args:  []any{value, ttl.Milliseconds(), since.UnixMilli(), c.id, lease.Milliseconds()},
 		// One answer per node at most is ever unread: a node is asked
 		// again (a split vote's re-ask) only once its answer was read
 		// (tally.refusers), so answer never blocks. A held Lock keeps
@@ -121,6 +117,20 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, le
 	return a
 }
 
+// key is the lock key; timeout each node call's deadline.
+func (a *attempt) key() string            { return a.keys[0] }
+func (a *attempt) timeout() time.Duration { return a.c.nodeTimeout(a.ttl) }
+
+// isClosed reports whether ch is closed (it is never sent on).
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // lockKey is the lock key as a script's KEYS; fenceKey the fence
 // counter's; releaseKeys release.lua's (the lock key and its waiting set).
 func (a *attempt) lockKey() []string     { return a.keys[:1] }
@@ -132,9 +142,9 @@ func (a *attempt) releaseKeys() []string { return []string{a.keys[0], a.keys[2],
 func (a *attempt) ask(nodes []int) {
 	a.mu.Lock()
 	a.pending += len(nodes)
-	a.deadline = time.Now().Add(a.timeout) // network waits are real time
+	a.deadline = time.Now().Add(a.timeout()) // network waits are real time
 	a.mu.Unlock()
-	a.c.newGroup(a, a.timeout, nodes, acquireScript, a.keys, a.args...).start()
+	a.c.newGroup(a, a.timeout(), nodes, acquireScript, a.keys, a.args...).start()
 }
 
 // answer records node i's reply to an acquire call (the attempt is the sink
@@ -305,8 +315,7 @@ func (a *attempt) refusedBy(token uint64) []int {
 }
 
 func (a *attempt) maybeSettleLocked() {
-	if a.pending == 0 && a.state != undecided && !a.closed {
-		a.closed = true
+	if a.pending == 0 && a.state != undecided && !isClosed(a.settled) {
 		close(a.settled)
 		if a.state != abandoned {
 			a.compactLocked()
@@ -330,7 +339,7 @@ func (a *attempt) compactLocked() {
 // heal lifts node i's counter to token, unconditionally (see heal.lua), in
 // the background.
 func (a *attempt) heal(i int, token uint64) {
-	a.c.send(i, healScript, a.timeout, a.fenceKey(), strconv.FormatUint(token, 10))
+	a.c.send(i, healScript, a.timeout(), a.fenceKey(), strconv.FormatUint(token, 10))
 }
 
 // fail abandons the attempt and returns err. It releases the grants already
@@ -361,7 +370,7 @@ func (a *attempt) fail(err error) error {
 	// their node is down or frozen: then they may take the whole node
 	// timeout, and every failed attempt of a waiter would cost that much
 	// (with a node down, half the attempts under contention).
-	wait := min(left, max(a.timeout-left, time.Millisecond))
+	wait := min(left, max(a.timeout()-left, time.Millisecond))
 	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -417,7 +426,7 @@ func mayHideGrant(err error) bool {
 // stepBack releases node i's grant in the background (announced, like
 // every release: see release.lua).
 func (a *attempt) stepBack(i int) {
-	a.c.owe(i, a.releaseKeys(), a.longestTTL(), a.timeout, a.releaseArgs(false)...)
+	a.c.owe(i, a.releaseKeys(), a.longestTTL(), a.timeout(), a.releaseArgs(false)...)
 }
 
 // releaseArgs are release.lua's arguments: an Unlock's also pass the
@@ -428,8 +437,8 @@ func (a *attempt) releaseArgs(unlock bool) []any {
 	if !unlock {
 		return []any{a.value, "", "", "", 0}
 	}
-	next, lease := a.c.waiters.passOn(a.key, a.timeout)
-	return []any{a.value, a.args[2], a.c.idHex, next, lease.Milliseconds()}
+	next, lease := a.c.waiters.passOn(a.key(), a.timeout())
+	return []any{a.value, a.args[2], a.c.id, next, lease.Milliseconds()}
 }
 
 // longestTTL is the longest TTL the hold was given on any node.
@@ -450,11 +459,11 @@ func (a *attempt) extending(ttl time.Duration) {
 // release runs compare-and-delete on node i and waits for the answer: it
 // reports whether the node held this hold's value.
 func (a *attempt) release(i int) (bool, error) {
-	v, err := a.c.call(i, releaseScript, a.timeout, a.releaseKeys(), a.releaseArgs(false)...)
+	v, err := a.c.call(i, releaseScript, a.timeout(), a.releaseKeys(), a.releaseArgs(false)...)
 	if err != nil {
 		return false, a.c.nodeErr(i, err)
 	}
-	a.c.waiters.heardRelease(i, a.key, v)
+	a.c.waiters.heardRelease(i, a.key(), v)
 	return isYes(v), nil
 }
 
@@ -486,7 +495,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	c.inflight.add(1)
 	defer c.inflight.done()
 	select {
-	case <-c.closing:
+	case <-c.life.Done():
 		return nil, failure{}, join(ErrNotAcquired, errClosed)
 	default:
 	}
@@ -496,8 +505,9 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	var (
 		reask    *time.Timer // set while a split vote's winner waits to ask again
 		reasks   int
-		lastAsk  = wall    // when the latest ask went out
-		reaskEnd time.Time // no new ask after this
+		lastAsk  = wall        // when the latest ask went out
+		trip     time.Duration // how long the latest ask's answers took to come, so far
+		reaskEnd time.Time     // no new ask after this
 	)
 	defer func() {
 		if reask != nil {
@@ -512,15 +522,16 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		stuck := n.waiting == 0 || n.granted+n.waiting < c.quorum
 		if stuck && reask == nil {
 			if reaskEnd.IsZero() {
-				reaskEnd = time.Now().Add(a.timeout)
+				reaskEnd = time.Now().Add(a.timeout())
 			}
 			if reasks == maxReasks || !t.wins(a.value) || time.Now().After(reaskEnd) ||
 				!c.cfg.clock.Now().Before(a.start.Add(ttl-c.driftOf(ttl))) {
 				return a.failed(t, join(append([]error{ErrNotAcquired}, t.errs()...)...))
 			}
 			// The contenders step back now; ask again once their releases
-			// had about a round trip to land.
-			reask = time.NewTimer(time.Since(lastAsk))
+			// had about a round trip to land: as long as the answers took
+			// (not the silent nodes', which may be dead).
+			reask = time.NewTimer(trip)
 		}
 		var reaskC <-chan time.Time
 		if reask != nil {
@@ -529,6 +540,9 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		select {
 		case r := <-a.replies:
 			t.add(r)
+			if r.err == nil {
+				trip = time.Since(lastAsk)
+			}
 		case <-reaskC:
 			reask, reasks = nil, reasks+1
 			refusers := t.refusers()
@@ -537,7 +551,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 			a.ask(refusers)
 		case <-ctx.Done():
 			return nil, failure{}, a.abandon(join(append([]error{ErrNotAcquired, ctx.Err()}, t.errs()...)...))
-		case <-c.closing:
+		case <-c.life.Done():
 			// Close waits for the releases this owes: give up now rather
 			// than make it wait for the answers, re-asks and step backs.
 			return nil, failure{}, a.abandon(join(ErrNotAcquired, errClosed))

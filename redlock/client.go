@@ -28,7 +28,6 @@ type Client struct {
 	batchers []*batcher     // per node: every script call goes through one
 	inflight inflightCalls  // script calls queued or on the wire, attempts deciding
 	bg       sync.WaitGroup // the scheduler and its extensions, pub/sub listeners
-	closing  chan struct{}  // closed by Close
 	once     sync.Once
 
 	bgMu     sync.Mutex // protects bgClosed
@@ -36,14 +35,13 @@ type Client struct {
 
 	waiters *waitQueues
 	sched   scheduler // ends and extends the watched holds (Done, AutoExtend); retries owed releases
-	id      [4]byte   // random: the end of every hold value (holdValue)
-	idHex   string    // id in hex: the member of the Client's entry in a waiting set
+	id      string    // 4 random bytes in hex: the end of every hold value (holdValue), the member of the Client's entry in a waiting set
 
-	health   []health           // per node: marked down or not, and why (health.go)
-	downs    atomic.Int32       // nodes marked down: at most N − quorum
-	owed     []atomic.Int32     // per node: releases owed and not yet settled (owe.go)
-	bgCtx    context.Context    // cancelled by Close: ends the node probes
-	bgCancel context.CancelFunc // cancels bgCtx
+	health []health           // per node: marked down or not, and why (health.go)
+	downs  atomic.Int32       // nodes marked down: at most N − quorum
+	owed   []atomic.Int32     // per node: releases owed and not yet settled (owe.go)
+	life   context.Context    // ends at Close: attempts give up, waiters return, node probes end
+	end    context.CancelFunc // ends life
 }
 
 type node struct {
@@ -79,14 +77,13 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	cfg.observer = safeObserver{o: cfg.observer, logger: cfg.logger}
 	c := &Client{
-		cfg:     cfg,
-		nodes:   make([]node, len(nodes)),
-		quorum:  len(nodes)/2 + 1,
-		closing: make(chan struct{}),
-		health:  make([]health, len(nodes)),
-		owed:    make([]atomic.Int32, len(nodes)),
+		cfg:    cfg,
+		nodes:  make([]node, len(nodes)),
+		quorum: len(nodes)/2 + 1,
+		health: make([]health, len(nodes)),
+		owed:   make([]atomic.Int32, len(nodes)),
 	}
-	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
+	c.life, c.end = context.WithCancel(context.Background())
 	seen := make(map[any]int, len(nodes)) // identity → node (see nodeIdentity)
 	for i, n := range nodes {
 		if n == nil || (reflect.ValueOf(n).Kind() == reflect.Pointer && reflect.ValueOf(n).IsNil()) {
@@ -117,8 +114,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	for i := range nodes {
 		c.batchers[i] = newBatcher(c, i)
 	}
-	_, _ = crand.Read(c.id[:]) // never fails (it crashes the program instead)
-	c.idHex = hex.EncodeToString(c.id[:])
+	var id [4]byte
+	_, _ = crand.Read(id[:]) // never fails (it crashes the program instead)
+	c.id = hex.EncodeToString(id[:])
 	c.waiters = newWaitQueues(c)
 	c.sched = scheduler{c: c, kick: make(chan struct{}, 1)}
 	return c, nil
@@ -161,10 +159,7 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // when go-redis lets go of it, as the workers do.
 func (c *Client) Close() error {
 	c.once.Do(func() {
-		close(c.closing)
-		if c.bgCancel != nil { // nil in a Client not made by New (internal tests)
-			c.bgCancel() // the node probes end
-		}
+		c.end()
 		bound := make(chan struct{})
 		deadline := time.Now().Add(c.closeTimeout())
 		t := time.AfterFunc(c.closeTimeout(), func() { close(bound) })

@@ -36,7 +36,7 @@ func (c *Client) checkTimeout() time.Duration {
 func (c *Client) checkNode(i int) {
 	c.nodes[i].checked.Do(func() {
 		select {
-		case <-c.closing:
+		case <-c.life.Done():
 		default:
 			c.goNode(i, func() { c.checkEviction(i) })
 		}
@@ -65,7 +65,7 @@ func (c *Client) checkEviction(i int) {
 	case <-t.C:
 		c.logCheck(i, "", context.DeadlineExceeded)
 		return
-	case <-c.closing:
+	case <-c.life.Done():
 		return
 	}
 	warned := false

@@ -27,7 +27,7 @@ func (a *attempt) fence(grants []reply) (uint64, bool) {
 	if at >= a.c.quorum {
 		return t, true
 	}
-	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout,
+	raised, _, _, _ := a.c.fanout(context.Background(), lagging, a.c.quorum-at, a.timeout(),
 		raiseScript, a.keys, a.value, strconv.FormatUint(t, 10))
 	return t, at+raised >= a.c.quorum
 }

@@ -126,7 +126,7 @@ func (c *Client) failed(i int, err error, timeout time.Duration) {
 		h.cause = err
 	}
 	h.failing.Store(true)
-	mark := h.single && !h.down.Load() && c.bgCtx.Err() == nil && c.reserveDown()
+	mark := h.single && !h.down.Load() && c.life.Err() == nil && c.reserveDown()
 	start := false
 	if mark {
 		h.down.Store(true)
@@ -225,7 +225,7 @@ func (c *Client) probe(i int) {
 	}()
 	for {
 		h.mu.Lock()
-		if !h.down.Load() || c.bgCtx.Err() != nil {
+		if !h.down.Load() || c.life.Err() != nil {
 			h.probing = false
 			h.mu.Unlock()
 			return
@@ -233,7 +233,7 @@ func (c *Client) probe(i int) {
 		every := h.every
 		h.mu.Unlock()
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(c.bgCtx, every)
+		ctx, cancel := context.WithTimeout(c.life, every)
 		err := c.nodes[i].rdb.Ping(ctx).Err()
 		cancel()
 		c.observe(i, err, every)
@@ -244,7 +244,7 @@ func (c *Client) probe(i int) {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
-			case <-c.bgCtx.Done():
+			case <-c.life.Done():
 			}
 			t.Stop()
 		}

@@ -42,7 +42,7 @@ func newLock(a *attempt, token uint64, until time.Time) *Lock {
 }
 
 // Key is the locked key, exactly as given (so `redis-cli PTTL key` works).
-func (l *Lock) Key() string { return l.a.key }
+func (l *Lock) Key() string { return l.a.key() }
 
 // Value is the random value that marks this hold on the nodes.
 func (l *Lock) Value() string { return l.a.value }
@@ -126,8 +126,8 @@ func (l *Lock) end(lost bool) {
 	l.mu.Unlock()
 	if lost {
 		c := l.a.c
-		c.cfg.observer.Lost(l.a.key, l.token)
-		c.cfg.logger.Warn("redlock: lock lost", "key", l.a.key, "token", l.token)
+		c.cfg.observer.Lost(l.a.key(), l.token)
+		c.cfg.logger.Warn("redlock: lock lost", "key", l.a.key(), "token", l.token)
 	}
 }
 
@@ -148,7 +148,7 @@ func (l *Lock) end(lost bool) {
 // quorum of nodes may still hold. A handle's Extends and its Unlock reach
 // the nodes in the order the handle applies them: one waits for the other.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := l.a.c.checkArgs(l.a.key, ttl); err != nil {
+	if err := l.a.c.checkArgs(l.a.key(), ttl); err != nil {
 		return err
 	}
 	return l.extend(ctx, ttl)
@@ -174,7 +174,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		return ErrLockLost
 	}
 	select {
-	case <-c.closing:
+	case <-c.life.Done():
 		// Close ends every hold (see Close): no new calls, which Close
 		// would wait for.
 		l.end(true)
@@ -219,7 +219,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.setUntilLocked(until)
 	l.mu.Unlock()
-	c.cfg.observer.Extended(l.a.key, l.token)
+	c.cfg.observer.Extended(l.a.key(), l.token)
 	return nil
 }
 
@@ -267,12 +267,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// it lands, or the hold's longest TTL has certainly passed.
 	votes := make(voteSink, len(nodes))
 	keys, args := l.a.releaseKeys(), l.a.releaseArgs(true)
-	sink := owing{votes: votes, c: c, keys: keys, args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout}
-	c.newGroup(sink, l.a.timeout, nodes, releaseScript, keys, args...).start()
+	sink := owing{votes: votes, c: c, keys: keys, args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout()}
+	c.newGroup(sink, l.a.timeout(), nodes, releaseScript, keys, args...).start()
 	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
 	switch {
 	case oks >= c.quorum:
-		c.cfg.observer.Released(l.a.key, l.token)
+		c.cfg.observer.Released(l.a.key(), l.token)
 		return nil
 	case ctxErr != nil:
 		return join(ErrOutcomeUnknown, ctxErr)
@@ -285,6 +285,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	l.lost = true // gone before this Unlock: a loss after all (see Client.Do)
 	l.mu.Unlock()
-	c.cfg.observer.Lost(l.a.key, l.token)
+	c.cfg.observer.Lost(l.a.key(), l.token)
 	return join(append([]error{ErrLockLost}, errs...)...)
 }

@@ -152,7 +152,7 @@ func (s *scheduler) run() {
 		select {
 		case <-timer.C():
 		case <-s.kick:
-		case <-s.c.closing:
+		case <-s.c.life.Done():
 			return
 		}
 	}

@@ -142,7 +142,7 @@ func TestSplitWinnerTakesReaskedNode(t *testing.T) {
 		direct = make(chan *redis.Client, 1)
 	)
 	calls := newScriptCalls(t, "acquire.lua", func(reply any) {
-		if res, _ := reply.([]any); len(res) == 4 { // refused: the contender steps back
+		if res, _ := reply.([]any); len(res) == 5 { // refused: the contender steps back
 			once.Do(func() {
 				d := <-direct
 				d.Del(context.Background(), key)

@@ -115,7 +115,7 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	if me.entered && !acquired && !w.closed {
 		order, leases := waitKeys(q.key)
 		for i := range w.c.nodes {
-			w.c.send(i, withdrawScript, me.timeout, []string{q.key, order, leases}, me.since, w.c.idHex)
+			w.c.send(i, withdrawScript, me.timeout, []string{q.key, order, leases}, me.since, w.c.id)
 		}
 	}
 	i := slices.Index(q.waiters, me)
@@ -137,7 +137,7 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	delete(w.queues, old)
 	if oq.asked && !w.closed {
 		for _, s := range w.subs {
-			s.send(subOp{channel: releaseChannel(w.c.idHex, old)})
+			s.send(subOp{channel: releaseChannel(w.c.id, old)})
 		}
 	}
 }
@@ -199,7 +199,7 @@ func (w *waitQueues) ready(ctx context.Context, me *waiter, timeout time.Duratio
 	w.mu.Unlock()
 	if fresh {
 		for _, s := range w.subs {
-			s.send(subOp{channel: releaseChannel(w.c.idHex, q.key), sub: true})
+			s.send(subOp{channel: releaseChannel(w.c.id, q.key), sub: true})
 		}
 	}
 	start := time.Now() // network waits are real time
@@ -250,7 +250,7 @@ func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) err
 	case <-head:
 	case <-ctx.Done():
 		return join(ErrNotAcquired, ctx.Err())
-	case <-w.c.closing:
+	case <-w.c.life.Done():
 		return join(ErrNotAcquired, errClosed)
 	}
 	return nil
@@ -260,7 +260,7 @@ func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) err
 // confirmed subscription, or a release's announcement (see
 // announcedLocked).
 func (w *waitQueues) deliver(node int, channel, payload string, confirmed bool) {
-	key, ok := strings.CutPrefix(channel, releasePrefix+w.c.idHex+":")
+	key, ok := strings.CutPrefix(channel, releasePrefix+w.c.id+":")
 	if !ok {
 		return
 	}
@@ -340,7 +340,7 @@ func (w *waitQueues) frees(first string, me *waiter) bool {
 	if err != nil {
 		return false
 	}
-	return me.since < since || (me.since == since && w.c.idHex <= id)
+	return me.since < since || (me.since == since && w.c.id <= id)
 }
 
 func (w *waitQueues) close() {

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,10 @@ import (
 // the Client's own bookkeeping.
 func bareClient(t *testing.T, n int) *Client {
 	t.Helper()
-	c := &Client{nodes: make([]node, n), quorum: n/2 + 1, closing: make(chan struct{}), cfg: defaultConfig()}
-	c.id = [4]byte{0x55, 0x55, 0x55, 0x55}
-	c.idHex = "55555555"
+	c := &Client{nodes: make([]node, n), quorum: n/2 + 1, cfg: defaultConfig()}
+	c.life, c.end = context.WithCancel(context.Background())
+	t.Cleanup(c.end)
+	c.id = "55555555"
 	c.all = allNodes(n)
 	c.waiters = newWaitQueues(c)
 	return c
@@ -63,8 +65,8 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 					t.Fatalf("woken after %d announcements; the quorum is %d", i, c.quorum)
 				}
 				msg := strings.TrimSpace("v1 " + tc.first) // the released value, then the first waiter
-				c.waiters.deliver(i, releaseChannel(c.idHex, "k"), msg, false)
-				c.waiters.deliver(i, releaseChannel(c.idHex, "k"), msg, false) // a node counts once
+				c.waiters.deliver(i, releaseChannel(c.id, "k"), msg, false)
+				c.waiters.deliver(i, releaseChannel(c.id, "k"), msg, false) // a node counts once
 			}
 			if got := woken(me); got != tc.wakes {
 				t.Errorf("a quorum announced first waiter %q: woken %v, want %v", tc.first, got, tc.wakes)
@@ -80,13 +82,13 @@ func TestReleaseAnnouncementsWakeTheHeadByTheGrantRule(t *testing.T) {
 func TestRearmForgetsOnlyTheAnnouncementsBeforeTheTry(t *testing.T) {
 	c := bareClient(t, 3)
 	me := c.waiters.join("k", time.UnixMilli(1), time.Second)
-	c.waiters.deliver(0, releaseChannel(c.idHex, "k"), "v1", false)
+	c.waiters.deliver(0, releaseChannel(c.id, "k"), "v1", false)
 	c.waiters.rearm(me) // the try begins
-	c.waiters.deliver(1, releaseChannel(c.idHex, "k"), "v1", false)
+	c.waiters.deliver(1, releaseChannel(c.id, "k"), "v1", false)
 	if woken(me) {
 		t.Fatal("woken by one announcement from the try and one from before it")
 	}
-	c.waiters.deliver(2, releaseChannel(c.idHex, "k"), "v1", false)
+	c.waiters.deliver(2, releaseChannel(c.id, "k"), "v1", false)
 	if !woken(me) {
 		t.Fatal("two announcements during the try (a quorum of 3) did not wake the head")
 	}
@@ -109,7 +111,7 @@ func TestOnlyTheHeadIsWoken(t *testing.T) {
 	}
 	c.waiters.rearm(next)
 	for i := range 3 {
-		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v1 200 11111111", false) // older than next
+		c.waiters.deliver(i, releaseChannel(c.id, "k"), "v1 200 11111111", false) // older than next
 	}
 	if woken(next) {
 		t.Error("the new head was woken by releases announced to an older waiter")
@@ -131,13 +133,13 @@ func TestAReleaseHeardTwiceCountsOnce(t *testing.T) {
 	}
 	c.waiters.rearm(me) // the head tries; the channel's copies come now
 	for i := range 3 {
-		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v1", false)
+		c.waiters.deliver(i, releaseChannel(c.id, "k"), "v1", false)
 	}
 	if woken(me) {
 		t.Error("the channel's copies of releases already counted woke the head again")
 	}
 	for i := range 2 {
-		c.waiters.deliver(i, releaseChannel(c.idHex, "k"), "v2", false) // the next release
+		c.waiters.deliver(i, releaseChannel(c.id, "k"), "v2", false) // the next release
 	}
 	if !woken(me) {
 		t.Error("the next release, announced by a quorum, did not wake the head")

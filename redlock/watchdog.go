@@ -84,7 +84,7 @@ func (l *Lock) watchdogExtend() {
 	err = l.extend(ctx, ttl)
 	if err != nil && !errors.Is(err, ErrLockLost) {
 		c.cfg.logger.Debug("redlock: extension failed, to be tried again while validity is left",
-			"key", l.a.key, "token", l.token, "err", err)
+			"key", l.a.key(), "token", l.token, "err", err)
 	}
 }
 

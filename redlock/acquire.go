@@ -66,26 +66,30 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		// waiter's place that long, and its drift and a node timeout more,
 		// for the next try to arrive.
 		d, more := lc.retry.Backoff(retry)
-		if w.atHead() && c.waiters.asks(w) {
-			var lease time.Duration
-			if more {
-				lease = addSat(addSat(d, c.driftOf(d)), c.nodeTimeout(ttl))
-			}
-			c.waiters.rearm(w)
-			var f failure
-			l, f, err = c.try(ctx, key, ttl, lc, lease)
-			last = lastNodeErrors(last, err)
-			if err == nil || !retryable(ctx, err) {
-				return l, withCtx(ctx, err)
+		if w.atHead() {
+			// A head asks, unless the hold before it left it its place
+			// (then it waits to be woken), but for its last try.
+			if !more || c.waiters.asks(w) {
+				var lease time.Duration
+				if more {
+					lease = addSat(addSat(d, c.driftOf(d)), c.nodeTimeout(ttl))
+				}
+				c.waiters.rearm(w)
+				var f failure
+				l, f, err = c.try(ctx, key, ttl, lc, lease)
+				last = lastNodeErrors(last, err)
+				if err == nil || !retryable(ctx, err) {
+					return l, withCtx(ctx, err)
+				}
+				if f.holderTTL > 0 {
+					d = min(d, f.holderTTL)
+				}
 			}
 			if c.waiters.ready(ctx, w, c.nodeTimeout(ttl)) {
 				// Subscribed just now: a release before that went
 				// unheard. Look again, as the same try.
 				retry--
 				continue
-			}
-			if f.holderTTL > 0 {
-				d = min(d, f.holderTTL)
 			}
 		}
 		if !more {

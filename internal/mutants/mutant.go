@@ -31,8 +31,8 @@ func List() []Mutant {
 	return []Mutant{
 		{
 			Name: "quorum-off-by-one", File: "redlock/client.go",
-			Old:         "quorum:  len(nodes)/2 + 1,",
-			New:         "quorum:  len(nodes) / 2,",
+			Old:         "quorum: len(nodes)/2 + 1,",
+			New:         "quorum: len(nodes) / 2,",
 			Description: "the quorum is N/2 instead of N/2+1: two holders can each reach a 'quorum'",
 		},
 		{
@@ -73,13 +73,13 @@ func List() []Mutant {
 		},
 		{
 			Name: "release-without-value-check", File: "redlock/scripts/release.lua",
-			Old:         "if redis.call('GET', KEYS[1]) == ARGV[1] then",
-			New:         "if redis.call('EXISTS', KEYS[1]) == 1 then",
+			Old:         "if redis.call('GET', KEYS[1]) ~= ARGV[1] then",
+			New:         "if redis.call('EXISTS', KEYS[1]) == 0 then",
 			Description: "unlock (and a failed attempt's step back) deletes the key whoever holds it: a bare DEL",
 		},
 		{
 			Name: "release-without-publish", File: "redlock/scripts/waiting.lua",
-			Old:         "  redis.call('PUBLISH', 'fencedlock:released:' .. key, msg)\n",
+			Old:         "  redis.call('PUBLISH', 'fencedlock:released:' .. id .. ':' .. key, msg)\n",
 			New:         "",
 			Description: "a release is not announced: the first waiter sleeps out its backoff",
 		},

@@ -206,12 +206,12 @@ func TestALongBackoffDoesNotLoseAWaitersTurn(t *testing.T) {
 
 // (b) With a waiter registered on every node and the key free (its
 // holder's key vanished without a word, and the waiter sleeps on), a
-// TryLock of another Client is refused, and a
+// TryLock — of another Client, or of the waiter's own — is refused, and a
 // newcomer's Lock is refused and waits behind it: the waiter, once its
 // backoff ends, takes the key first. TryLock never registers: the waiting
 // set holds the same waiter after it.
 func TestNoBargingPastARegisteredWaiter(t *testing.T) {
-	for _, who := range []string{"TryLock of another Client", "Lock of another Client"} {
+	for _, who := range []string{"TryLock of another Client", "TryLock of the waiter's Client", "Lock of another Client"} {
 		t.Run(who, func(t *testing.T) {
 			r := newRig(t, 3)
 			fake := clock.NewFake(epoch)

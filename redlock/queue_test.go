@@ -223,8 +223,11 @@ func sleepingHead(t *testing.T) (r *rig, fake *clock.Fake, c *redlock.Client, ct
 
 // A Lock whose retry strategy allows no retry is one attempt, like
 // TryLock, even while another goroutine of the same Client waits for the
-// key: it neither queues nor waits. Like TryLock it never registers: on
-// the held key it is refused at once, and the head keeps its place.
+// key: it neither queues nor waits. Like TryLock it never registers, and
+// so it is refused while a waiter is registered — here its own Client's
+// head, first on every node — also when the key is free (the holder's key
+// vanished without an announcement, and the head sleeps on): it must not
+// take the key past the head, nor erase the head's place.
 func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
 	for _, retry := range []struct {
 		name string
@@ -233,7 +236,7 @@ func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
 		{"NoRetry", redlock.NoRetry()},
 		{"LimitRetry 0", redlock.LimitRetry(fixedBackoff(time.Minute), 0)},
 	} {
-		for _, free := range []bool{false} {
+		for _, free := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, key free %v", retry.name, free), func(t *testing.T) {
 				r, fake, c, ctx, head := sleepingHead(t)
 				place := r.waiting(t, 0, "k")[0]

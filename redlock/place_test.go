@@ -211,3 +211,53 @@ func TestAWaiterThatGivesUpWithdraws(t *testing.T) {
 		})
 	}
 }
+
+// A waiter that takes the key leaves no place behind on any node: it waits
+// no more. Its try can be granted by a quorum and refused by a node where
+// the release had not landed yet (an Unlock returns at a quorum of
+// releases, and the waiter wakes on a quorum of announcements); that
+// refusal wrote the waiter's place there, with the lease of a waiter (its
+// backoff and more). Left, that place is first on that node for the whole
+// lease: the node refuses every other caller, and with one more node down
+// nobody can take the key though nobody waits. Here the release on node 2
+// is lost, the key there expires after the waiter took it on 0 and 1, and
+// then node 0 dies.
+func TestAnAcquiredWaiterLeavesNoPlaceBehind(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	fake := clock.NewFake(epoch)
+	w := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const key = "no-place-behind"
+	r.holdByHand(t, key, "holder")
+	got := asleepOnFake(ctx, t, r, w, fake, key)
+	r.awaitWaiting(t, key, clientID(t, w))
+	r.releaseByHand(t, 0, key)
+	r.releaseByHand(t, 1, key) // node 2's release is lost: "holder" stays there
+	res := <-got
+	if res.err != nil {
+		t.Fatalf("the waiter, with the key free on 2 of 3 nodes: %v", res.err)
+	}
+	if err := r.clients[2].Del(ctx, key).Err(); err != nil { // the old hold's TTL ran out there
+		t.Fatal(err)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.clients {
+		if w := r.waiting(t, i, key); len(w) > 0 {
+			t.Errorf("node %d: waiting for %q: %v after the waiter took the key and let it go: nobody waits", i, key, w)
+		}
+	}
+	if err := r.procs[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	other := r.client(t, redlock.WithNodeTimeout(nt))
+	l, err := other.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatalf("TryLock on nodes 1 and 2, where the key is free and nobody waits: %v (node 2 keeps the place of a waiter that took the key: %v)",
+			err, r.waiting(t, 2, key))
+	}
+	_ = l.Unlock(ctx)
+}

@@ -123,6 +123,51 @@ func TestCloseWhileWaiting(t *testing.T) {
 	}
 }
 
+// A Lock that Close ends gives up (ErrNotAcquired), as one whose ctx ends
+// does, and a waiter that gives up withdraws its place on the nodes (the
+// doc of Lock): the next waiter, of another process, is not held up for
+// the closed one's lease (its backoff, here an hour).
+func TestCloseWhileWaitingWithdraws(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r.holdByHand(t, "k", "holder")
+	closed := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithRetry(fixedBackoff(time.Hour)))
+	next := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithRetry(fixedBackoff(time.Hour)))
+	closedID, nextID := clientID(t, closed), clientID(t, next)
+	gone := startLock(ctx, closed, "k", time.Minute)
+	r.awaitWaiting(t, "k", closedID)
+	since, _, _ := strings.Cut(r.waiting(t, 0, "k")[0], " ")
+	eventually(t, time.Now().Add(time.Second), "a later millisecond", func() bool {
+		return fmt.Sprint(time.Now().UnixMilli()) > since // same length: compares as numbers
+	})
+	got := startLock(ctx, next, "k", time.Minute)
+	r.awaitWaiting(t, "k", closedID, nextID)
+
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-gone; !errors.Is(res.err, redlock.ErrNotAcquired) {
+		t.Fatalf("a Lock that Close ended: %v, want ErrNotAcquired", res.err)
+	}
+	released := time.Now()
+	for i := range r.clients {
+		r.releaseByHand(t, i, "k") // as release.lua: it names the first waiter
+	}
+	select {
+	case res := <-got:
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		t.Logf("the next waiter took the key %v after the release", res.at.Sub(released))
+		_ = res.l.Unlock(ctx)
+	case <-time.After(20 * nt):
+		t.Errorf("the next waiter still waits %v after the release: the closed Client's place is still first on the nodes (%v), for its lease (an hour)",
+			20*nt, r.waiting(t, 0, "k"))
+	}
+}
+
 // A Lock whose ctx ends while its head is woken again and again (a flood
 // of announcements that free the key, on a key that stays held: each one
 // is a try, refused) returns about when its ctx ends.

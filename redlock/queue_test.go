@@ -8,16 +8,22 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// Waiters for one key in one process queue up: a release wakes the head,
-// and the queue moves in arrival order. These tests queue several Lock
-// calls of one Client behind a holder, each only once the one before is
-// known to be queued, so the arrival order is the order they were started.
+// Waiters for one key in one process queue up first come first served, and
+// only the head of the queue is on the wire: a release wakes the head, and
+// the queue moves in arrival order; a waiter behind the head never asks the
+// nodes (its head is ahead of it there), counts each backoff of its
+// strategy as a refused try, and tries at once when it becomes the head.
+// These tests queue several Lock calls of one Client behind a holder, each
+// only once the one before is known to be queued, so the arrival order is
+// the order they were started.
 
 // goid is the calling goroutine's id, as runtime.Stack names it.
 func goid() string {
@@ -184,5 +190,243 @@ func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 				t.Fatalf("remaining waiters acquired in the order %v, want %v", order, want)
 			}
 		})
+	}
+}
+
+// sleepingHead is a Client on a fake clock whose default strategy waits a
+// minute, and a Lock of "k" (held by hand) that sleeps that minute at the
+// head of the Client's queue, registered on every node; its outcome (after
+// its Unlock) comes on head.
+func sleepingHead(t *testing.T) (r *rig, fake *clock.Fake, c *redlock.Client, ctx context.Context, head chan error) {
+	t.Helper()
+	r = newRig(t, 3)
+	fake = clock.NewFake(epoch)
+	c = r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+	id := clientID(t, c)
+	r.holdByHand(t, "k", "holder")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	head = make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k", 10*time.Second)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		head <- err
+	}()
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused and asleep
+		t.Fatal(err)
+	}
+	r.awaitWaiting(t, "k", id)
+	return r, fake, c, ctx, head
+}
+
+// A Lock whose retry strategy allows no retry is one attempt, like
+// TryLock, even while another goroutine of the same Client waits for the
+// key: it neither queues nor waits. Like TryLock it never registers, and
+// so it is refused while a waiter is registered — here its own Client's
+// head, first on every node — also when the key is free (the holder's key
+// vanished without an announcement, and the head sleeps on): it must not
+// take the key past the head, nor erase the head's place.
+func TestLockWithoutRetriesBehindLocalWaiter(t *testing.T) {
+	for _, retry := range []struct {
+		name string
+		s    redlock.RetryStrategy
+	}{
+		{"NoRetry", redlock.NoRetry()},
+		{"LimitRetry 0", redlock.LimitRetry(fixedBackoff(time.Minute), 0)},
+	} {
+		for _, free := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, key free %v", retry.name, free), func(t *testing.T) {
+				r, fake, c, ctx, head := sleepingHead(t)
+				place := r.waiting(t, 0, "k")[0]
+				if free {
+					r.dropByHand(t, "k")
+				}
+				l, err := c.Lock(ctx, "k", 10*time.Second, redlock.WithLockRetry(retry.s))
+				if err == nil {
+					_ = l.Unlock(ctx)
+					t.Fatalf("Lock with %s took the key past its own Client's registered head (waiting set then: %v)",
+						retry.name, r.waiting(t, 0, "k"))
+				}
+				if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+					t.Fatalf("Lock with %s: %v (ctx %v), want ErrNotAcquired at once", retry.name, err, ctx.Err())
+				}
+				if got := r.waiting(t, 0, "k"); !slices.Equal(got, []string{place}) {
+					t.Errorf("the head's place after the refusal: %v, want [%s]", got, place)
+				}
+				r.dropByHand(t, "k")
+				fake.Advance(time.Minute) // the head's backoff: it takes the key
+				if err := <-head; err != nil {
+					t.Fatalf("head: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// A queued Lock keeps its own retry strategy, whatever the head's: each
+// backoff of its strategy (on the client's clock) counts as a refused try,
+// without asking the nodes — its head is ahead of it there, so on a held
+// key and on a free one alike its try would be refused — and it gives up
+// when the strategy does, with ErrNotAcquired. (An earlier version let a
+// queued Lock ask, and on a free key take it past its sleeping head; a
+// zero backoff made it ask again at once after each refusal, hammering the
+// nodes.) The head then takes the key. Counted on the nodes: no script
+// runs while the queued Lock spends its budget.
+func TestQueuedLockKeepsItsOwnRetryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		free    bool          // the holder's key vanished without an announcement
+		backoff time.Duration // the queued Lock's, for each of its tries
+		tries   int
+	}{
+		{name: "held key", backoff: 10 * time.Millisecond, tries: 2},
+		{name: "free key", free: true, backoff: 10 * time.Millisecond, tries: 2},
+		{name: "free key, zero backoff", free: true, tries: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, fake, c, ctx, head := sleepingHead(t)
+			if tc.free {
+				r.dropByHand(t, "k")
+			}
+			resetStats(t, r)
+			got := make(chan error, 1)
+			go func() {
+				l, err := c.Lock(ctx, "k", 10*time.Second,
+					redlock.WithLockRetry(redlock.LimitRetry(fixedBackoff(tc.backoff), tc.tries)))
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				got <- err
+			}()
+			// Each of its backoffs is a timer beside the head's: the test
+			// moves the clock by one once both are armed. (Zero backoffs
+			// fire as they are armed.)
+			advances := 0
+			var err error
+			if tc.backoff == 0 {
+				err = <-got
+			}
+		spend:
+			for tc.backoff > 0 {
+				armed := make(chan error, 1)
+				bctx, bcancel := context.WithCancel(ctx)
+				go func() { armed <- fake.BlockUntilContext(bctx, 2) }()
+				select {
+				case err = <-got:
+					bcancel()
+					<-armed
+					break spend
+				case aerr := <-armed:
+					bcancel()
+					if aerr != nil {
+						t.Fatalf("the queued Lock neither returned nor slept: %v", aerr)
+					}
+				}
+				if advances == tc.tries {
+					t.Fatalf("the queued Lock sleeps a backoff past its budget of %d tries", tc.tries)
+				}
+				fake.Advance(tc.backoff)
+				advances++
+			}
+			if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+				t.Fatalf("queued Lock: %v (ctx %v), want ErrNotAcquired once its budget is spent", err, ctx.Err())
+			}
+			if tc.backoff > 0 && advances != tc.tries {
+				t.Errorf("the queued Lock gave up after %d backoffs, want its %d", advances, tc.tries)
+			}
+			if n := cmdCalls(t, r, "evalsha") + cmdCalls(t, r, "eval"); n != 0 {
+				t.Errorf("%d scripts ran on the nodes while the queued Lock spent its budget: it asked", n)
+			}
+			if !tc.free {
+				r.dropByHand(t, "k")
+			}
+			fake.Advance(time.Minute) // the head's backoff: it takes the key
+			if err := <-head; err != nil {
+				t.Fatalf("head: %v", err)
+			}
+		})
+	}
+}
+
+// One process, several goroutines on one key, a backoff that never runs
+// out during the run: only releases move the queue. By the rule each hold
+// costs two attempts: the one that takes the key (the head, woken by the
+// release that names it), and the first try of the waiter behind it,
+// which becomes the head when the key is taken and tries at once — to
+// enter its place on the nodes; refused while the hold lasts, or granted if
+// the hold already ended. Add one for the first head, which asks again
+// once subscribed (a release before that went unheard). More would be a
+// head asking while the key is held: woken by a release that did not name
+// it, or by its own Client's release announced late.
+func TestOneProcessAsksAboutTwicePerHold(t *testing.T) {
+	r := newRig(t, 5)
+	rtt := measureRTT(t, r.clients)
+	asks := &askCounter{}
+	c := newProcess(t, r, max(250*time.Millisecond, 100*rtt), asks, redlock.WithRetry(fixedBackoff(time.Hour)))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	const goroutines, each = 16, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				l, err := c.Lock(ctx, "single", 10*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(time.Millisecond) // the work under the lock, as in the benchmark
+				if err := l.Unlock(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	holds := int64(goroutines * each)
+	attempts := asks.perNode(len(r.clients))
+	t.Logf("%d holds, %.1f attempts (%.2f per hold)", holds, attempts, attempts/float64(holds))
+	if bound := float64(2*holds + 1); attempts > bound {
+		t.Errorf("%.1f attempts for %d holds, want at most %.0f: heads ask while the key is held", attempts, holds, bound)
+	}
+}
+
+// The holder's key vanished from every node (its TTL ran out, unannounced)
+// while a waiter of its own process sleeps at the head of the queue: the
+// Unlock reports ErrLockLost (it released nothing, and so announced
+// nothing), and the waiter still gets the key, by its backoff at the
+// latest, with a larger token.
+func TestUnlockOfALostHoldWithALocalWaiter(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Minute)))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const key = "lost-with-waiter"
+	first := setupHold(t, c, key)
+	got := asleepOnFake(ctx, t, r, c, fake, key)
+	r.dropByHand(t, key)
+	if err := first.Unlock(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Unlock of a hold gone from every node: %v, want ErrLockLost", err)
+	}
+	fake.Advance(time.Minute)
+	res := <-got
+	if res.err != nil {
+		t.Fatalf("waiter: %v", res.err)
+	}
+	defer func() { _ = res.l.Unlock(context.WithoutCancel(ctx)) }()
+	if res.l.Token() <= first.Token() {
+		t.Errorf("waiter's token %d after %d", res.l.Token(), first.Token())
+	}
+	if n := r.holders(t, key, res.l.Value()); n < c.Quorum() {
+		t.Errorf("the waiter's hold is on %d nodes", n)
 	}
 }

@@ -78,6 +78,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				var f failure
 				l, f, err = c.try(ctx, key, ttl, lc, lease)
 				last = lastNodeErrors(last, err)
+				if err == nil {
+					c.waiters.served(w, l)
+				}
 				if err == nil || !retryable(ctx, err) {
 					return l, withCtx(ctx, err)
 				}

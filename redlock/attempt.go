@@ -290,6 +290,22 @@ func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 	return in
 }
 
+// refusers are the nodes whose latest answer so far is a refusal.
+func (a *attempt) refusers() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.latest == nil { // compacted
+		return slices.Clone(a.refused)
+	}
+	var nodes []int
+	for i, ok := range a.answered {
+		if ok && !a.latest[i].granted && a.latest[i].err == nil {
+			nodes = append(nodes, i)
+		}
+	}
+	return nodes
+}
+
 // refusedBy marks the hold unlocked (answers still to come heal to token;
 // Unlock's release, sent to them too, removes their grants) and returns the
 // nodes that refused it: Unlock leaves them out, so a grant that one of them

@@ -112,11 +112,8 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	q := me.q
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if me.entered && !acquired && !w.closed {
-		order, leases := waitKeys(q.key)
-		for i := range w.c.nodes {
-			w.c.send(i, withdrawScript, me.timeout, []string{q.key, order, leases}, me.since, w.c.id)
-		}
+	if me.entered && !acquired { // also after Close: a send then goes on its own
+		w.withdraw(q.key, me, w.c.all)
 	}
 	i := slices.Index(q.waiters, me)
 	q.waiters = slices.Delete(q.waiters, i, i+1)
@@ -139,6 +136,26 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 		for _, s := range w.subs {
 			s.send(subOp{channel: releaseChannel(w.c.id, old)})
 		}
+	}
+}
+
+// withdraw removes me's place from nodes (withdraw.lua), in the background.
+func (w *waitQueues) withdraw(key string, me *waiter, nodes []int) {
+	order, leases := waitKeys(key)
+	for _, i := range nodes {
+		w.c.send(i, withdrawScript, me.timeout, []string{key, order, leases}, me.since, w.c.id)
+	}
+}
+
+// served withdraws the place of me, whose try got the key, from the nodes
+// that refused that try (the old hold's release had not reached them):
+// there its place would stand first for its whole lease, though it waits
+// no more. Where the try was granted, the place stays until the hold's
+// Unlock passes it on or ends it (see release.lua); a node that answers
+// later gets that Unlock too.
+func (w *waitQueues) served(me *waiter, l *Lock) {
+	if refused := l.a.refusers(); len(refused) > 0 {
+		w.withdraw(me.q.key, me, refused)
 	}
 }
 
@@ -220,6 +237,8 @@ func (w *waitQueues) ready(ctx context.Context, me *waiter, timeout time.Duratio
 		case <-t.C:
 			return fresh
 		case <-ctx.Done():
+			return fresh
+		case <-w.c.life.Done():
 			return fresh
 		}
 	}

@@ -24,14 +24,14 @@ end
 local t = now()
 purge(KEYS[3], KEYS[4], t)
 local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
-local hs, hid = head(KEYS[3], id)
+local hs, hid = head(KEYS[3], id, since)
 if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
   return {1, redis.call('GET', KEYS[2])}
 end
 if lease > 0 then
   enter(KEYS[3], KEYS[4], since, id, t, lease)
-  hs, hid = head(KEYS[3], '')
+  hs, hid = head(KEYS[3], '', '')
 end
 local first = ''
 if hs then

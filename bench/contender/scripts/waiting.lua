@@ -22,10 +22,12 @@ local function purge(order, leases, t)
   end
 end
 
--- head is the oldest entry other than id's: its wait start and id, or nil.
-local function head(order, id)
+-- head is the oldest entry other than the caller's own (id at wait start
+-- since): its wait start and id, or nil. An entry of the caller's Client at
+-- another wait start is another waiter of that Client, and counts.
+local function head(order, id, since)
   local h = redis.call('ZRANGE', order, 0, 1, 'WITHSCORES')
-  if h[1] == id then
+  if h[1] == id and tonumber(h[2]) == tonumber(since) then
     return h[4], h[3]
   end
   return h[2], h[1]
@@ -67,7 +69,7 @@ end
 -- the next one.
 local function announce(key, order, leases, value)
   purge(order, leases, now())
-  local s, id = head(order, '')
+  local s, id = head(order, '', '')
   if not s then
     return value
   end

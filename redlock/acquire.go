@@ -70,10 +70,13 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			// A head asks, unless the hold before it left it its place
 			// (then it waits to be woken), but for its last try.
 			if !more || c.waiters.asks(w) {
-				var lease time.Duration
-				if more {
-					lease = addSat(addSat(d, c.driftOf(d)), c.nodeTimeout(ttl))
+				// A waiter's last try is a waiter's too (a TryLock is not):
+				// its place, leased for no sleep, goes when it leaves.
+				sleep := d
+				if !more {
+					sleep = 0
 				}
+				lease := addSat(addSat(sleep, c.driftOf(sleep)), c.nodeTimeout(ttl))
 				c.waiters.rearm(w)
 				var f failure
 				l, f, err = c.try(ctx, key, ttl, lc, lease)

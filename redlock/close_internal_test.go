@@ -242,7 +242,7 @@ func TestReleaseAfterCloseStillReachesTheNode(t *testing.T) {
 	_ = c.Close()
 	got := make(resultSink, 1)
 	c.newGroup(got, c.cfg.nodeTimeout, []int{0}, releaseScript, l.a.releaseKeys(), l.a.releaseArgs(true)...).start()
-	if r := <-got; r.err != nil || asInt(r.v) != 1 {
+	if r := <-got; r.err != nil || !isYes(r.v) {
 		t.Fatalf("release on node 0 after Close: %v, %v; want it to delete the hold", r.v, r.err)
 	}
 	if v := nodes[0].Get(ctx, "after-close").Val(); v != "" {

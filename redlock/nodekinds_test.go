@@ -155,7 +155,10 @@ func numSub(ctx context.Context, n redis.UniversalClient, channel string) []int6
 		counts []int64
 	)
 	each := func(ctx context.Context, c *redis.Client) error {
-		v := c.PubSubNumSub(ctx, channel).Val()[channel]
+		var v int64
+		for _, ch := range subscribedAs(ctx, c, channel) {
+			v += c.PubSubNumSub(ctx, ch).Val()[ch]
+		}
 		mu.Lock()
 		counts = append(counts, v)
 		mu.Unlock()

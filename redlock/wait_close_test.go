@@ -188,7 +188,7 @@ func TestCtxEndWhileWokenByForgedReleases(t *testing.T) {
 				return
 			default:
 			}
-			_ = r.clients[n%len(r.clients)].Publish(ctx, "fencedlock:released:"+key, "").Err()
+			_ = announceTo(ctx, r.clients[n%len(r.clients)], key, "")
 		}
 	}()
 	defer func() { close(flood); <-done }()

@@ -175,7 +175,7 @@ func TestContendingClientsUnderForgedAnnouncements(t *testing.T) {
 					p = fmt.Sprintf("%d %s", int64(zs[0].Score)+int64(n%5-2), zs[0].Member)
 				}
 			}
-			_ = rc.Publish(ctx, "fencedlock:released:"+key, p).Err()
+			_ = announceTo(ctx, rc, key, p)
 		}
 	})
 	workers.Wait()

@@ -6,8 +6,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/redlock"
@@ -136,22 +140,75 @@ func (r *rig) releaseByHand(t *testing.T, i int, key string) {
 	r.announce(t, i, key, head)
 }
 
-// announce publishes payload on key's release channel on node i.
-func (r *rig) announce(t *testing.T, i int, key, payload string) {
+// announce announces on node i, as release.lua does, a release of key
+// whose first waiter is head ("since id", "" for none; or any odd text): to
+// every Client that listens for key's releases there, with a released
+// value of its own, so that no two announcements count as one.
+func (r *rig) announce(t *testing.T, i int, key, head string) {
 	t.Helper()
-	if err := r.clients[i].Publish(t.Context(), "fencedlock:released:"+key, payload).Err(); err != nil {
+	if err := announceTo(t.Context(), r.clients[i], key, head); err != nil {
 		t.Fatalf("node %d: %v", i, err)
 	}
 }
+
+// announced numbers the released values of the test's announcements.
+var announced atomic.Int64
+
+// announceTo is announce on the node rc.
+func announceTo(ctx context.Context, rc redis.UniversalClient, key, head string) error {
+	msg := strings.TrimSpace(fmt.Sprintf("by-hand-%d %s", announced.Add(1), head))
+	for _, ch := range subscribedAs(ctx, rc, "fencedlock:released:"+key) {
+		if err := rc.Publish(ctx, ch, msg).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subscribedAs resolves channel: a key's release channel named as before
+// Clients had one each ("fencedlock:released:KEY") stands for the channels
+// of the Clients subscribed to KEY's releases on rc
+// ("fencedlock:released:ID:KEY"); any other channel is itself.
+func subscribedAs(ctx context.Context, rc redis.UniversalClient, channel string) []string {
+	key, ok := strings.CutPrefix(channel, "fencedlock:released:")
+	if !ok {
+		return []string{channel}
+	}
+	pattern := "fencedlock:released:????????:" + globEscaper.Replace(key)
+	var (
+		mu  sync.Mutex
+		chs []string
+	)
+	each := func(ctx context.Context, c *redis.Client) error {
+		found := c.PubSubChannels(ctx, pattern).Val()
+		mu.Lock()
+		chs = append(chs, found...)
+		mu.Unlock()
+		return nil
+	}
+	switch n := rc.(type) {
+	case *redis.Ring:
+		_ = n.ForEachShard(ctx, each)
+	case *redis.ClusterClient:
+		_ = n.ForEachMaster(ctx, each)
+	case *redis.Client:
+		_ = each(ctx, n)
+	}
+	slices.Sort(chs)
+	return slices.Compact(chs)
+}
+
+// globEscaper escapes the characters a PUBSUB CHANNELS pattern gives a
+// meaning to.
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 // waitForSubscriber polls PUBSUB NUMSUB until someone listens for key's
 // releases on node 0 (a condition with a deadline, not a sleep).
 func waitForSubscriber(t *testing.T, r *rig, key string) {
 	t.Helper()
-	ch := "fencedlock:released:" + key
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if n := r.clients[0].PubSubNumSub(t.Context(), ch).Val()[ch]; n > 0 {
+		if len(subscribedAs(t.Context(), r.clients[0], "fencedlock:released:"+key)) > 0 {
 			return
 		}
 		time.Sleep(time.Millisecond) // polling a server-side condition

@@ -24,7 +24,13 @@ end
 local t = now()
 purge(KEYS[3], KEYS[4], t)
 local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
-local hs, hid = head(KEYS[3], id, since)
+-- Only a waiter (lease > 0) has an entry of its own to pass over: a caller
+-- that does not wait never passes over its Client's waiters.
+local own = ''
+if lease > 0 then
+  own = id
+end
+local hs, hid = head(KEYS[3], own, since)
 if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
   return {1, redis.call('GET', KEYS[2])}

@@ -76,14 +76,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				if !more {
 					sleep = 0
 				}
-				lease := addSat(addSat(sleep, c.driftOf(sleep)), c.nodeTimeout(ttl))
 				c.waiters.rearm(w)
 				var f failure
-				l, f, err = c.try(ctx, key, ttl, lc, lease)
+				l, f, err = c.try(ctx, key, ttl, lc, addSat(sleep, c.driftOf(sleep)), c.nodeTimeout(ttl))
 				last = lastNodeErrors(last, err)
-				if err == nil {
-					c.waiters.served(w, l)
-				}
 				if err == nil || !retryable(ctx, err) {
 					return l, withCtx(ctx, err)
 				}

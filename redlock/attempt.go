@@ -88,10 +88,11 @@ func holdValue(since time.Time, id string) string {
 	return u.String()
 }
 
-// startAttempt sends the acquire script to every node. lease is how long a
-// refused caller keeps its place in the key's waiting set (0: it does not
-// wait; see acquire.lua).
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, lease time.Duration) *attempt {
+// startAttempt sends the acquire script to every node. A refused caller
+// keeps its place in the key's waiting set for sleep (capped by the
+// holder's TTL) and slack more; 0 and 0 for a caller that does not wait
+// (see acquire.lua).
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, sleep, slack time.Duration) *attempt {
 	n := len(c.nodes)
 	order, leases := waitKeys(key)
 	value := holdValue(since, c.id)
@@ -101,7 +102,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, le
 		ttl:   ttl,
 		start: c.cfg.clock.Now(),
 		keys:  []string{key, FenceKey(key), order, leases},
-		args:  []any{value, ttl.Milliseconds(), since.UnixMilli(), c.id, lease.Milliseconds()},
+		args:  []any{value, ttl.Milliseconds(), since.UnixMilli(), c.id, sleep.Milliseconds(), slack.Milliseconds()},
 		// One answer per node at most is ever unread: a node is asked
 		// again (a split vote's re-ask) only once its answer was read
 		// (tally.refusers), so answer never blocks. A held Lock keeps
@@ -240,6 +241,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		if r.err == nil && r.counter < token {
 			a.heal(r.node, token)
 		}
+		a.served(r)
 	case abandoned:
 		if r.granted || mayHideGrant(r.err) {
 			a.stepBack(r.node)
@@ -264,7 +266,21 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 		if r.err == nil && r.counter < token { // heal all the same
 			a.heal(r.node, token)
 		}
+		a.served(r)
 	}
+}
+
+// served withdraws the caller's place from a node that refused the
+// attempt, once it got the key: the refusal entered it there (the old
+// hold's release had not reached that node), where it would stand first
+// for its whole lease though the caller waits no more — and the hold's
+// Unlock leaves that node out. Where the attempt was granted, the place
+// stays until the Unlock passes it on or ends it (see release.lua).
+func (a *attempt) served(r reply) {
+	if r.granted || r.err != nil || a.args[5].(int64) == 0 { // a TryLock has no place
+		return
+	}
+	a.c.send(r.node, withdrawScript, a.timeout(), a.releaseKeys(), a.args[2], a.c.id)
 }
 
 // decide fixes the outcome and returns the latest answers already in, which
@@ -288,22 +304,6 @@ func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 	}
 	a.maybeSettleLocked()
 	return in
-}
-
-// refusers are the nodes whose latest answer so far is a refusal.
-func (a *attempt) refusers() []int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.latest == nil { // compacted
-		return slices.Clone(a.refused)
-	}
-	var nodes []int
-	for i, ok := range a.answered {
-		if ok && !a.latest[i].granted && a.latest[i].err == nil {
-			nodes = append(nodes, i)
-		}
-	}
-	return nodes
 }
 
 // refusedBy marks the hold unlocked (answers still to come heal to token;
@@ -495,12 +495,13 @@ func (a *attempt) release(i int) (bool, error) {
 // (tally.wins): the winner asks the contenders' nodes again, up to
 // maxReasks times, about a round trip apart; the others fail at once.
 func (c *Client) tryOnce(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, failure, error) {
-	return c.try(ctx, key, ttl, lc, 0)
+	return c.try(ctx, key, ttl, lc, 0, 0)
 }
 
-// try is one attempt; lease is how long a refusal keeps the caller's
-// place in the key's waiting set (0 for none: see acquire.lua).
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, lease time.Duration) (*Lock, failure, error) {
+// try is one attempt; a refusal keeps the caller's place in the key's
+// waiting set for sleep (capped by the holder's TTL) and slack more (0 and
+// 0 for none: see acquire.lua).
+func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lockConfig, sleep, slack time.Duration) (*Lock, failure, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure{}, join(ErrNotAcquired, err)
 	}
@@ -516,7 +517,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since, lease)
+	a := c.startAttempt(key, ttl, lc.since, sleep, slack)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		reask    *time.Timer // set while a split vote's winner waits to ask again

@@ -58,6 +58,7 @@ type waiter struct {
 	entered bool      // the nodes may keep its place: it tried as the head, or an Unlock passed it the Client's
 	placed  bool      // it became the head when the one before it acquired the key: that hold's Unlock passes it the Client's place
 	due     time.Time // when its current sleep ends, on the Client's clock (zero: not asleep)
+	leased  time.Time // when the place an Unlock passed it lapses, on the Client's clock (zero: none)
 }
 
 func newWaitQueues(c *Client) *waitQueues {
@@ -147,18 +148,6 @@ func (w *waitQueues) withdraw(key string, me *waiter, nodes []int) {
 	}
 }
 
-// served withdraws the place of me, whose try got the key, from the nodes
-// that refused that try (the old hold's release had not reached them):
-// there its place would stand first for its whole lease, though it waits
-// no more. Where the try was granted, the place stays until the hold's
-// Unlock passes it on or ends it (see release.lua); a node that answers
-// later gets that Unlock too.
-func (w *waitQueues) served(me *waiter, l *Lock) {
-	if refused := l.a.refusers(); len(refused) > 0 {
-		w.withdraw(me.q.key, me, refused)
-	}
-}
-
 // asks reports whether me, the head, asks the nodes now: not once, when
 // the head before it left with the key (its Unlock passes me the Client's
 // place: see passOn).
@@ -182,8 +171,13 @@ func (w *waitQueues) passOn(key string, timeout time.Duration) (since string, le
 	}
 	next := q.waiters[0]
 	next.entered = true // it withdraws if it leaves
-	left := max(next.due.Sub(w.c.cfg.clock.Now()), 0)
-	return strconv.FormatInt(next.since, 10), addSat(addSat(left, w.c.driftOf(left)), max(timeout, next.timeout))
+	now := w.c.cfg.clock.Now()
+	left := max(next.due.Sub(now), 0)
+	lease = addSat(addSat(left, w.c.driftOf(left)), max(timeout, next.timeout))
+	// Until it asks itself, it sleeps no longer than the place lasts: it
+	// may be between two sleeps now, about to choose a longer one.
+	next.leased = now.Add(lease - next.timeout)
+	return strconv.FormatInt(next.since, 10), lease
 }
 
 // rearm forgets the releases announced so far, before the head's try: the
@@ -193,7 +187,7 @@ func (w *waitQueues) rearm(me *waiter) {
 	q := me.q
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	me.entered = true
+	me.entered, me.leased = true, time.Time{}
 	clear(q.free)
 	q.nfree = 0
 	select {
@@ -254,7 +248,11 @@ func (w *waitQueues) sleep(ctx context.Context, me *waiter, d time.Duration) err
 		woken = nil
 	}
 	w.mu.Lock()
-	me.due = w.c.cfg.clock.Now().Add(d)
+	now := w.c.cfg.clock.Now()
+	if !me.leased.IsZero() {
+		d = min(d, max(me.leased.Sub(now), 0))
+	}
+	me.due = now.Add(d)
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()

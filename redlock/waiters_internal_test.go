@@ -24,7 +24,7 @@ func bareClient(t *testing.T, n int) *Client {
 // that does not wait.
 func acquireCall(key, value string, ttl time.Duration) ([]string, []any) {
 	order, leases := waitKeys(key)
-	return []string{key, FenceKey(key), order, leases}, []any{value, ttl.Milliseconds(), 0, "55555555", 0}
+	return []string{key, FenceKey(key), order, leases}, []any{value, ttl.Milliseconds(), 0, "55555555", 0, 0}
 }
 
 func woken(me *waiter) bool {

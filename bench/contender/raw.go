@@ -17,7 +17,7 @@ import (
 // The raw protocol floor sends exactly the commands fencedlock sends on the
 // fast path, with no library logic around them:
 //
-//	acquire: EVALSHA waiting.lua+acquire.lua 4 key fencekey order leases value ttl_ms since id 0   on every node in parallel, wait for ALL replies
+//	acquire: EVALSHA waiting.lua+acquire.lua 4 key fencekey order leases value ttl_ms since id 0 0 on every node in parallel, wait for ALL replies
 //	release: EVALSHA waiting.lua+release.lua 3 key order leases value '' ''                  on every node in parallel, wait for ALL replies
 //
 // The scripts are fencedlock's own, byte for byte (a test checks), as a
@@ -101,7 +101,7 @@ func (s *rawSession) round(ctx context.Context, script *redis.Script, keys []str
 
 func (s *rawSession) TryLock(ctx context.Context) error {
 	s.value = rand.Text()
-	s.round(ctx, rawAcquire, s.keys, s.value, s.ttlMS, 0, "00000000", 0)
+	s.round(ctx, rawAcquire, s.keys, s.value, s.ttlMS, 0, "00000000", 0, 0)
 	grants := 0
 	var token uint64
 	for _, r := range s.replies {

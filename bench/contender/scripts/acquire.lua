@@ -3,8 +3,11 @@
 -- KEYS[1] lock key (the user's key), KEYS[2] fence counter of its hash slot,
 -- KEYS[3] the key's waiting order, KEYS[4] its leases.
 -- ARGV[1] this hold's value, ARGV[2] ttl in ms, ARGV[3] the caller's wait
--- start in ms, ARGV[4] its Client's id, ARGV[5] lease in ms: on refusal the
--- caller waits (enters or refreshes its entry) until then; 0 never enters.
+-- start in ms, ARGV[4] its Client's id, ARGV[5] the sleep it plans before
+-- its next try and ARGV[6] a slack for that try to arrive, both in ms: on
+-- refusal the caller waits (enters or refreshes its entry) for that sleep,
+-- but no longer than the holder's key has left (a waiter never sleeps past
+-- it), and the slack; 0 and 0 never enter.
 -- A grant leaves the caller's entry as it is: the attempt may still fail
 -- (too few grants), and then the caller still waits here. The entry goes
 -- with the Unlock of the hold (see release.lua), or at its lease's end.
@@ -23,7 +26,12 @@ if c == '9223372036854775807' then
 end
 local t = now()
 purge(KEYS[3], KEYS[4], t)
-local since, id, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local since, id = ARGV[3], ARGV[4]
+local lease = tonumber(ARGV[5]) + tonumber(ARGV[6])
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl > 0 and pttl < tonumber(ARGV[5]) then
+  lease = pttl + tonumber(ARGV[6])
+end
 -- Only a waiter (lease > 0) has an entry of its own to pass over: a caller
 -- that does not wait never passes over its Client's waiters.
 local own = ''
@@ -43,4 +51,4 @@ local first = ''
 if hs then
   first = hs .. ' ' .. hid
 end
-return {0, redis.call('PTTL', KEYS[1]), c, redis.call('GET', KEYS[1]) or '', first}
+return {0, pttl, c, redis.call('GET', KEYS[1]) or '', first}

@@ -37,7 +37,7 @@ func (m *Model) describe(s *State, st step, after *State) string {
 		case nd.key != 0:
 			d = fmt.Sprintf("%s refuses %s (held by %s), counter %d", nodeName(i), a, m.who(int(nd.key)-1), after.nodes[i].counter)
 		default:
-			hd := m.head(nd)
+			hd := m.head(nd, h/m.cfg.Attempts)
 			d = fmt.Sprintf("%s refuses %s (free, but c%d@%d is first)", nodeName(i), a, hd+1, nd.wait[hd])
 		}
 	case stepReply:

@@ -25,31 +25,28 @@ func precedes(x uint8, cx int, y uint8, cy int) bool {
 	return x < y || x == y && cx <= cy
 }
 
-// first is step 4 of acquire: no head, or the caller is not younger than
-// the head (an older caller is first even where it is not registered).
+// first is acquire's test: the oldest entry other than the caller's own
+// (the head) is missing or younger than the caller (an older caller is
+// first even where it has no entry; its own entry, of this wait or an
+// older one, never stands in its way).
 //
 //go:norace
 func (m *Model) first(s *State, h, i int) bool {
 	if m.cfg.Variant == Barging {
 		return true
 	}
-	nd := &s.nodes[i]
-	c, since := h/m.cfg.Attempts, s.attempts[h].since
-	for x := range m.cfg.Clients {
-		if w := nd.wait[x]; w != 0 && !precedes(since, c, w, x) {
-			return false
-		}
-	}
-	return true
+	c := h / m.cfg.Attempts
+	hd := m.head(&s.nodes[i], c)
+	return hd < 0 || precedes(s.attempts[h].since, c, s.nodes[i].wait[hd], hd)
 }
 
-// head is node i's head, for traces: its client, or -1.
+// head is the client of nd's oldest entry other than client but's, or -1.
 //
 //go:norace
-func (m *Model) head(nd *node) int {
+func (m *Model) head(nd *node, but int) int {
 	hd := -1
 	for x := range m.cfg.Clients {
-		if w := nd.wait[x]; w != 0 && (hd < 0 || precedes(w, x, nd.wait[hd], hd)) {
+		if w := nd.wait[x]; x != but && w != 0 && (hd < 0 || precedes(w, x, nd.wait[hd], hd)) {
 			hd = x
 		}
 	}

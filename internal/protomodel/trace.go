@@ -74,6 +74,16 @@ func (m *Model) describe(s *State, st step, after *State) string {
 		} else {
 			d = fmt.Sprintf("%s: %s's release finds no key of it", nodeName(i), a)
 		}
+	case stepUnlockRelease:
+		c := h / m.cfg.Attempts
+		switch {
+		case s.nodes[i].key != uint8(h+1):
+			d = fmt.Sprintf("%s: %s's Unlock finds no key of it", nodeName(i), a)
+		case m.cfg.Variant != GrantRemovesEntry && s.nodes[i].wait[c] != 0 && s.nodes[i].wait[c] == s.attempts[h].since:
+			d = fmt.Sprintf("%s releases %s (Unlock), c%d's entry goes", nodeName(i), a, c+1)
+		default:
+			d = fmt.Sprintf("%s releases %s (Unlock)", nodeName(i), a)
+		}
 	case stepUnlock:
 		d = fmt.Sprintf("%s unlocks", a)
 	case stepValidity:
@@ -168,6 +178,9 @@ func (m *Model) render(s *State) string {
 			}
 			if sl.release {
 				wire = append(wire, "release "+to)
+			}
+			if sl.unlock {
+				wire = append(wire, "unlock "+to)
 			}
 		}
 	}

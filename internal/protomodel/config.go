@@ -127,7 +127,7 @@ type Config struct {
 	Crashes  int // node crashes in a run (each may restart with or without data)
 	Reasks   int // split-vote re-asks per attempt (redlock allows 3)
 	Timeouts int // deadlines (a group of calls timing out) in a run
-	GiveUps  int // attempts abandoned early (ctx, grace) in a run
+	GiveUps  int // attempts abandoned early (their ctx ended) in a run
 	Expiries int // validities running out in a run
 	// Retries: tries, in a run, that continue the wait of a client's failed
 	// try (Lock trying again, same wait start); every other try begins a new

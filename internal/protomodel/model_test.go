@@ -26,7 +26,7 @@ var (
 	// No timing assumption at all: any key may expire at any moment.
 	n3AnyTiming = with(n3, func(c *Config) { c.Timing = AnyTiming })
 	// Three contenders: a split vote and its re-ask; then a timeout and a
-	// give-up (ctx cancelled, or the grace after a refusal ran out).
+	// give-up (ctx cancelled).
 	n3Split   = Config{Nodes: 3, Clients: 3, Attempts: 1, Reasks: 1, PromptReplies: true}
 	n3Timeout = Config{Nodes: 3, Clients: 3, Attempts: 1, Timeouts: 1, PromptReplies: true}
 	n3GiveUp  = Config{Nodes: 3, Clients: 3, Attempts: 1, GiveUps: 1, PromptReplies: true}

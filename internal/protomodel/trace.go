@@ -55,7 +55,7 @@ func (m *Model) describe(s *State, st step, after *State) string {
 	case stepReask:
 		d = fmt.Sprintf("%s asks the refusing nodes again", a)
 	case stepGiveUp:
-		d = fmt.Sprintf("%s gives up (ctx or grace)", a)
+		d = fmt.Sprintf("%s gives up (ctx ended)", a)
 	case stepRaise:
 		if after.nodes[i].counter >= s.attempts[h].token && (s.nodes[i].key == uint8(h+1) || m.cfg.Variant == RaiseWithoutOwnership) {
 			d = fmt.Sprintf("%s raises to %d for %s", nodeName(i), s.attempts[h].token, a)

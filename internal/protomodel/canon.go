@@ -188,7 +188,7 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 			b = append(b,
 				byte(sl.acq)|bit(sl.granted, 3)|sl.group<<4|bit(sl.heal, 6)|bit(sl.release, 7),
 				sl.counter,
-				byte(sl.raise)|bit(sl.raiseOK, 3))
+				byte(sl.raise)|bit(sl.raiseOK, 3)|bit(sl.unlock, 4))
 		}
 	}
 	sortColumns(b[start:], col, c.Nodes)
@@ -284,7 +284,7 @@ func (s *State) decode(c *Config, b []byte) {
 			sl.acq, sl.granted, sl.group = call(b[0]&7), b[0]&(1<<3) != 0, b[0]>>4&3
 			sl.heal, sl.release = b[0]&(1<<6) != 0, b[0]&(1<<7) != 0
 			sl.counter = b[1]
-			sl.raise, sl.raiseOK = raiseCall(b[2]&7), b[2]&(1<<3) != 0
+			sl.raise, sl.raiseOK, sl.unlock = raiseCall(b[2]&7), b[2]&(1<<3) != 0, b[2]&(1<<4) != 0
 			b = b[slotBytes:]
 		}
 	}

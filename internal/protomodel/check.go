@@ -67,7 +67,7 @@ func (m *Model) broken(s *State) Property {
 			continue
 		}
 		sl := &nd.slots[nd.key-1]
-		if !sl.release && sl.acq != replied && sl.acq != repliedLate {
+		if !sl.release && !sl.unlock && sl.acq != replied && sl.acq != repliedLate {
 			return NoGrantLeftBehind
 		}
 	}

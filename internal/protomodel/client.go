@@ -153,16 +153,21 @@ func (m *Model) fail(s *State, h int) {
 	}
 }
 
-// unlock is Lock.Unlock: compare-and-delete on every node that granted or
-// failed; calls still open settle on arrival (release, and heal).
+// unlock is Lock.Unlock: compare-and-delete, with the client's entry
+// (release.lua's hold since and id), on every node but those whose answer
+// in is a refusal: those that granted or failed, and those still to
+// answer the first ask (the release reaches such a node after the
+// acquire: one queue per key and node). A grant that answers a re-ask of a
+// refusing node after this steps back (receive); so does one that answers
+// after its call timed out (receiveLate). Answers still to come heal.
 //
 //go:norace
 func (m *Model) unlock(s *State, h int) {
 	s.attempts[h].phase = ended
 	for i := range m.cfg.Nodes {
 		sl := &s.nodes[i].slots[h]
-		if (sl.acq == answered && sl.granted) || sl.acq.failed() {
-			sl.release = true
+		if (sl.acq == answered && sl.granted) || sl.acq.failed() || sl.acq.waiting() && sl.group == 0 {
+			sl.unlock = true
 		}
 	}
 }
@@ -199,7 +204,10 @@ func (m *Model) receive(s *State, h, i int) {
 			sl.heal = true
 		}
 	case ended:
-		if sl.granted && m.cfg.Variant != LateGrantKept {
+		// A failed attempt's grant steps back, and so does an unlocked
+		// one's that answers a re-ask (Unlock left its node out); the
+		// Unlock's release, queued behind it, removes any other.
+		if sl.granted && (!a.won || sl.group > 0) && m.cfg.Variant != LateGrantKept {
 			sl.release = true
 		}
 		if a.won && sl.counter < a.token { // unlocked: heal all the same
@@ -211,7 +219,8 @@ func (m *Model) receive(s *State, h, i int) {
 }
 
 // receiveLate is attempt.late: a grant that comes after its call timed out
-// is released unless the hold is on.
+// steps back unless the hold is on (which the Unlock's release, sent to
+// every node that failed, or the TTL ends).
 //
 //go:norace
 func (m *Model) receiveLate(s *State, h, i int) {

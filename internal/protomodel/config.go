@@ -59,12 +59,12 @@ const (
 	// Barging: acquire ignores the waiting set (first is always true): a
 	// newcomer is granted a free key ahead of the head.
 	Barging
-	// GrantKeepsEntry is not a bug but a proposed change of the rule: a
-	// grant leaves the caller's entry in place, and the release of a hold
-	// that was returned (Unlock) removes its client's entry. A try that
-	// fails after some grants then keeps its place on the nodes that
-	// granted it (see Fairness forms OnceQuorum and AnyQuorum).
-	GrantKeepsEntry
+	// GrantRemovesEntry: the first rule of issue 21. A grant removes the
+	// caller's entry, also the grant of a try that then fails (too few
+	// grants) or had already failed (a late grant), and no release touches
+	// the waiting set. The caller's place moves from node to node while a
+	// younger waiter collects the nodes it left.
+	GrantRemovesEntry
 )
 
 var variantNames = [...]string{
@@ -78,29 +78,37 @@ var variantNames = [...]string{
 	Pause:                 "process pause longer than the validity",
 	LateGrantKept:         "late grant kept",
 	Barging:               "barging",
-	GrantKeepsEntry:       "grant keeps the entry",
+	GrantRemovesEntry:     "grant removes the entry",
 }
 
 //go:norace
 func (v Variant) String() string { return variantNames[v] }
 
 // FairnessForm says which hypothesis the fairness check (Claim 6) puts on
-// the older waiter A's entry before it forbids the younger B to acquire
-// while A waits.
+// the older waiter A's entry before it forbids the younger B to return a
+// Lock while A waits.
 type FairnessForm uint8
 
 const (
+	// KeptQuorum: the nodes of a quorum Q held A's entry when B began
+	// waiting, and none of them lost it since to a fault (its lease ran out,
+	// the node restarted empty). Whatever the protocol itself does to the
+	// entry is no excuse. The claim.
+	KeptQuorum FairnessForm = iota
 	// FixedQuorum: the nodes of one quorum Q held A's entry from before B
-	// began waiting and still hold it, each without a gap. The claim.
-	FixedQuorum FairnessForm = iota
+	// began waiting and still hold it, each without a gap, whatever removed
+	// it elsewhere. Weaker: GrantRemovesEntry keeps it too.
+	FixedQuorum
 	// AnyQuorum: at every moment since B began waiting, some quorum held
-	// A's entry (not always the same one). False: docs/protocol.md, Claim 6.
+	// A's entry (not always the same one).
 	AnyQuorum
-	// OnceQuorum: a quorum held A's entry when B began waiting. False.
+	// OnceQuorum: a quorum held A's entry when B began waiting, whatever
+	// happened to it since. False as soon as an entry can be lost to a
+	// fault; without faults it is KeptQuorum.
 	OnceQuorum
 )
 
-var fairnessNames = [...]string{FixedQuorum: "", AnyQuorum: "fair=any-quorum", OnceQuorum: "fair=once-quorum"}
+var fairnessNames = [...]string{KeptQuorum: "", FixedQuorum: "fair=fixed-quorum", AnyQuorum: "fair=any-quorum", OnceQuorum: "fair=once-quorum"}
 
 // Limits of the state layout.
 const (
@@ -119,7 +127,7 @@ type Config struct {
 	Crashes  int // node crashes in a run (each may restart with or without data)
 	Reasks   int // split-vote re-asks per attempt (redlock allows 3)
 	Timeouts int // deadlines (a group of calls timing out) in a run
-	GiveUps  int // attempts abandoned early (ctx, grace) in a run
+	GiveUps  int // attempts abandoned early (their ctx ended) in a run
 	Expiries int // validities running out in a run
 	// Retries: tries, in a run, that continue the wait of a client's failed
 	// try (Lock trying again, same wait start); every other try begins a new
@@ -189,7 +197,7 @@ func (c Config) String() string {
 	if c.Timing == AnyTiming {
 		s += " any-timing"
 	}
-	if c.Fairness != FixedQuorum {
+	if c.Fairness != KeptQuorum {
 		s += " " + fairnessNames[c.Fairness]
 	}
 	if c.Init != nil {

@@ -12,8 +12,11 @@
 //
 //   - a node: the lock key (which hold's value, if any), the fence counter
 //     and the key's waiting set (one entry per client, ordered by wait
-//     start); the scripts acquire (grant only to the first; a refusal
-//     registers), raise, heal and release, each one atomic step;
+//     start); the scripts acquire (grant only to a caller no other entry
+//     is older than, leaving its entry; a refusal enters or refreshes it),
+//     raise, heal and release (a step back's leaves the set alone; an
+//     Unlock's, where it deletes, ends the client's entry if it is still the
+//     hold's), each one atomic step;
 //   - a client: attempts that ask every node, decide at a quorum or when
 //     stuck, take the fast path or raise the lagging grants under ownership,
 //     heal after a success, release after a failure or an unlock, settle
@@ -32,10 +35,10 @@
 // Properties: fencing order (B started after A returned ⇒ B's token >
 // A's), unique tokens, mutual exclusion within validity (with exact
 // clocks), no grant left behind, fairness (no Lock returned while an older
-// client waits whose entry stayed on one quorum since before the younger
-// began waiting: waiting.go). Variants plant the known bugs and drop the
-// assumptions one at a time; the tests show each is caught with a shortest
-// trace.
+// client waits whose entry was on a quorum when the younger began waiting,
+// unless a node of it lost the entry to a lease or an empty restart since:
+// waiting.go). Variants plant the known bugs and drop the assumptions one
+// at a time; the tests show each is caught with a shortest trace.
 //
 // The search is one goroutine with no shared memory, so its functions are
 // marked //go:norace: under `go test -race` the detector has nothing to

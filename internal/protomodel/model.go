@@ -41,7 +41,7 @@ func (m *Model) queuedBehind(s *State, h, i int) bool {
 	k := h % m.cfg.Attempts
 	for e := h - k; e < h; e++ {
 		sl := &s.nodes[i].slots[e]
-		if sl.acq == asked || sl.acq == replied || sl.raise != noRaise && sl.raise != raiseGot || sl.heal || sl.release {
+		if sl.acq == asked || sl.acq == replied || sl.raise != noRaise && sl.raise != raiseGot || sl.heal || sl.release || sl.unlock {
 			return true
 		}
 	}

@@ -1,13 +1,13 @@
 package protomodel
 
-// The node side: the four scripts, each one atomic step on one node, and
-// what happens to nodes: crash, restart with or without data, key expiry.
+// The node side: the scripts, each one atomic step on one node, and what
+// happens to nodes: crash, restart with or without data, key expiry.
 
-// runAcquire is acquire.lua (a Lock's: lease > 0, no from): if the
-// caller is first in the waiting set and SET key value NX PX ttl succeeds,
-// INCR the counter, remove the caller's entry and reply {1, counter}; else
-// register (since, id) and reply {0, pttl, counter, holder, head}. Expired
-// entries are already gone (purge).
+// runAcquire is acquire.lua (a Lock's: lease > 0): if the caller is first
+// in the waiting set and SET key value NX PX ttl succeeds, INCR the counter
+// and reply {1, counter}, leaving the caller's entry as it is (the attempt
+// may still fail); else enter or refresh (since, id) and reply {0, pttl,
+// counter, holder, head}. Expired entries are already gone (purge).
 //
 //go:norace
 func (m *Model) runAcquire(s *State, h, i int) {
@@ -18,7 +18,7 @@ func (m *Model) runAcquire(s *State, h, i int) {
 		nd.key = uint8(h + 1)
 		nd.counter++
 		sl.granted = true
-		if m.cfg.Variant != GrantKeepsEntry {
+		if m.cfg.Variant == GrantRemovesEntry {
 			nd.wait[c] = 0
 		}
 	} else {
@@ -65,10 +65,10 @@ func (m *Model) runHeal(s *State, h, i int) {
 	nd.slots[h].heal = false
 }
 
-// runRelease is release.lua: delete the key only while it holds this
-// value (and announce the head: a hint for liveness, not modelled). Its
-// purge is already done. With GrantKeepsEntry, the release of a hold that
-// was returned removes its client's entry of that wait.
+// runRelease is release.lua for a step back or a late grant (no hold
+// since): delete the key only while it holds this value, and announce the
+// head (a hint for liveness, not modelled). The waiting set is left alone:
+// the caller may still wait. Its purge is already done.
 //
 //go:norace
 func (m *Model) runRelease(s *State, h, i int) {
@@ -77,8 +77,23 @@ func (m *Model) runRelease(s *State, h, i int) {
 		nd.key = 0
 	}
 	nd.slots[h].release = false
-	a := &s.attempts[h]
-	if c := h / m.cfg.Attempts; m.cfg.Variant == GrantKeepsEntry && a.won && nd.wait[c] == a.since {
+}
+
+// runUnlockRelease is release.lua for an Unlock (with the hold's since and
+// its client's id): where it deletes the key, the client's entry goes if
+// it is still the hold's (the waiter was served); an entry with another
+// since stays. Nothing else: the model's clients have no next waiter to
+// pass the place to. With GrantRemovesEntry, no release touches the set.
+//
+//go:norace
+func (m *Model) runUnlockRelease(s *State, h, i int) {
+	nd := &s.nodes[i]
+	nd.slots[h].unlock = false
+	if nd.key != uint8(h+1) {
+		return
+	}
+	nd.key = 0
+	if c := h / m.cfg.Attempts; m.cfg.Variant != GrantRemovesEntry && nd.wait[c] == s.attempts[h].since {
 		nd.wait[c] = 0
 	}
 }
@@ -119,7 +134,9 @@ func (m *Model) crash(s *State, i int) {
 func (m *Model) restartEmpty(s *State, i int) {
 	nd := &s.nodes[i]
 	nd.up, nd.healed, nd.inflight, nd.key, nd.counter = true, false, 0, 0, 0
-	nd.wait = [MaxClients]uint8{}
+	for x := range m.cfg.Clients {
+		m.loseEntry(s, i, x)
+	}
 }
 
 // othersKeepTop: the nodes other than i keep the highest counter on a

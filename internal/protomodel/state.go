@@ -51,7 +51,10 @@ type slot struct {
 	raise   raiseCall
 	raiseOK bool // the raise reply: it counted
 	heal    bool // a heal to the attempt's token is on the wire
-	release bool // a compare-and-delete is on the wire
+	release bool // a compare-and-delete is on the wire: a step back, or a late grant's
+	// unlock: the Unlock's compare-and-delete is on the wire; where it
+	// deletes, it also ends the client's entry if that is still the hold's.
+	unlock bool
 }
 
 // node is a Redis node: one lock key and the fence counter of its slot.
@@ -66,7 +69,8 @@ type node struct {
 	// The waiting set: wait[c] is the wait start (a since rank, see
 	// waiting.go) of client c's entry, 0 if it has none. An entry whose
 	// lease ran out is removed at once: every script purges them before it
-	// reads the set.
+	// reads the set. (A client in redlock may have several waiters for a
+	// key, but only the first is on the wire: its entry is the client's.)
 	wait  [MaxClients]uint8
 	slots [maxAttempts]slot
 }
@@ -108,8 +112,9 @@ type State struct {
 	// is not waiting (it holds, or has not begun).
 	waits [MaxClients]uint8
 	// guard[b][a]: while client b waits, the nodes that held client a's
-	// entry of a's wait, without a gap, since before b began waiting (the
-	// fairness check: waiting.go); 0 once fewer than a quorum.
+	// entry of a's wait when b began waiting and have not lost it since, as
+	// Config.Fairness counts losses (the fairness check: waiting.go); 0
+	// once fewer than a quorum.
 	guard [MaxClients][MaxClients]uint8
 	bad   badness
 }
@@ -181,8 +186,10 @@ func (s *State) tidy(m *Model) {
 				sl.acq = idle // settle(abandoned, 0) of a refusal does nothing
 			}
 			keyMayCome := nd.key == uint8(h+1) || sl.acq == asked || sl.acq == askedLate
-			if sl.release && !keyMayCome {
-				sl.release = false
+			if !keyMayCome {
+				// Neither release can delete anything now, and an Unlock's
+				// touches the waiting set only where it deletes.
+				sl.release, sl.unlock = false, false
 			}
 			if sl.raise == raiseOrphan && !keyMayCome && c.Variant != RaiseWithoutOwnership {
 				sl.raise = noRaise
@@ -201,7 +208,7 @@ func (s *State) tidy(m *Model) {
 					sl.raise, sl.raiseOK = noRaise, false
 				}
 			}
-			busy = busy || sl.acq.onWire() || sl.raise != noRaise || sl.heal || sl.release
+			busy = busy || sl.acq.onWire() || sl.raise != noRaise || sl.heal || sl.release || sl.unlock
 		}
 		if a.phase == ended {
 			a.expired = false

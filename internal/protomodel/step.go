@@ -16,6 +16,7 @@ const (
 	stepRaiseDeadline
 	stepHeal
 	stepRelease
+	stepUnlockRelease
 	stepUnlock
 	stepValidity
 	stepExpire
@@ -165,6 +166,9 @@ func (m *Model) enabled(s *State, steps []step) []step {
 				if sl.release {
 					steps = append(steps, step{kind: stepRelease, h: hh, n: ii})
 				}
+				if sl.unlock && sl.acq != asked { // queued behind the acquire
+					steps = append(steps, step{kind: stepUnlockRelease, h: hh, n: ii})
+				}
 			}
 			if int(s.crashes) < c.Crashes {
 				steps = append(steps, step{kind: stepCrash, n: ii})
@@ -228,6 +232,8 @@ func (m *Model) apply(s *State, st step) {
 		m.runHeal(s, h, i)
 	case stepRelease:
 		m.runRelease(s, h, i)
+	case stepUnlockRelease:
+		m.runUnlockRelease(s, h, i)
 	case stepUnlock:
 		m.unlock(s, h)
 	case stepValidity:
@@ -240,7 +246,7 @@ func (m *Model) apply(s *State, st step) {
 	case stepRestartEmpty:
 		m.restartEmpty(s, i)
 	case stepLease:
-		s.nodes[i].wait[h] = 0
+		m.loseEntry(s, i, h)
 		s.leases++
 	}
 }

@@ -37,7 +37,7 @@ func (m *Model) describe(s *State, st step, after *State) string {
 		case nd.key != 0:
 			d = fmt.Sprintf("%s refuses %s (held by %s), counter %d", nodeName(i), a, m.who(int(nd.key)-1), after.nodes[i].counter)
 		default:
-			hd := m.head(nd)
+			hd := m.head(nd, h/m.cfg.Attempts)
 			d = fmt.Sprintf("%s refuses %s (free, but c%d@%d is first)", nodeName(i), a, hd+1, nd.wait[hd])
 		}
 	case stepReply:
@@ -55,7 +55,7 @@ func (m *Model) describe(s *State, st step, after *State) string {
 	case stepReask:
 		d = fmt.Sprintf("%s asks the refusing nodes again", a)
 	case stepGiveUp:
-		d = fmt.Sprintf("%s gives up (ctx or grace)", a)
+		d = fmt.Sprintf("%s gives up (ctx ended)", a)
 	case stepRaise:
 		if after.nodes[i].counter >= s.attempts[h].token && (s.nodes[i].key == uint8(h+1) || m.cfg.Variant == RaiseWithoutOwnership) {
 			d = fmt.Sprintf("%s raises to %d for %s", nodeName(i), s.attempts[h].token, a)
@@ -73,6 +73,16 @@ func (m *Model) describe(s *State, st step, after *State) string {
 			d = fmt.Sprintf("%s releases %s", nodeName(i), a)
 		} else {
 			d = fmt.Sprintf("%s: %s's release finds no key of it", nodeName(i), a)
+		}
+	case stepUnlockRelease:
+		c := h / m.cfg.Attempts
+		switch {
+		case s.nodes[i].key != uint8(h+1):
+			d = fmt.Sprintf("%s: %s's Unlock finds no key of it", nodeName(i), a)
+		case m.cfg.Variant != GrantRemovesEntry && s.nodes[i].wait[c] != 0 && s.nodes[i].wait[c] == s.attempts[h].since:
+			d = fmt.Sprintf("%s releases %s (Unlock), c%d's entry goes", nodeName(i), a, c+1)
+		default:
+			d = fmt.Sprintf("%s releases %s (Unlock)", nodeName(i), a)
 		}
 	case stepUnlock:
 		d = fmt.Sprintf("%s unlocks", a)
@@ -168,6 +178,9 @@ func (m *Model) render(s *State) string {
 			}
 			if sl.release {
 				wire = append(wire, "release "+to)
+			}
+			if sl.unlock {
+				wire = append(wire, "unlock "+to)
 			}
 		}
 	}

@@ -3,8 +3,10 @@ package protomodel
 import "math/bits"
 
 // The waiting set (issue 21): on each node, per key, one entry per client,
-// ordered by (wait start, client id); acquire grants only to the first, a
-// refused Lock try registers, a grant removes the caller's entry. Wait starts
+// ordered by (wait start, client id); acquire grants only to a caller that
+// no other client's entry is older than, and a refused Lock try enters or
+// refreshes its client's entry. A grant leaves the entry as it is; the
+// Unlock of the hold ends it where it deletes the key (node.go). Wait starts
 // are logical: a since rank, 1 for the oldest wait still in play, and a new
 // wait is younger than every wait begun before it (exact clocks, so the
 // order of wait starts is the real-time one). Two waits never share a start,
@@ -12,10 +14,11 @@ import "math/bits"
 //
 // The fairness check (Claim 6) follows each pair of waiting clients: when b
 // begins waiting, guard[b][a] is the set of nodes that hold a's entry, if
-// they are a quorum; each step takes out the nodes whose entry left (a grant
-// to a, a lease, an empty restart). b returning a Lock while guard[b][a]
-// still names a quorum is a violation: a was older, and first on every node
-// of a quorum since before b began.
+// they are a quorum; a node leaves it when a's entry leaves the node in a
+// way the form checked (Config.Fairness) allows as an excuse — for the
+// claim, a lease running out or an empty restart. b returning a Lock while
+// guard[b][a] still names a quorum is a violation: a was older, and its
+// entry was on every node of a quorum since b began.
 
 // precedes: wait start x of client cx comes no later than y of client cy
 // in the order (since, id).
@@ -25,31 +28,28 @@ func precedes(x uint8, cx int, y uint8, cy int) bool {
 	return x < y || x == y && cx <= cy
 }
 
-// first is step 4 of acquire: no head, or the caller is not younger than
-// the head (an older caller is first even where it is not registered).
+// first is acquire's test: the oldest entry other than the caller's own
+// (the head) is missing or younger than the caller (an older caller is
+// first even where it has no entry; its own entry, of this wait or an
+// older one, never stands in its way).
 //
 //go:norace
 func (m *Model) first(s *State, h, i int) bool {
 	if m.cfg.Variant == Barging {
 		return true
 	}
-	nd := &s.nodes[i]
-	c, since := h/m.cfg.Attempts, s.attempts[h].since
-	for x := range m.cfg.Clients {
-		if w := nd.wait[x]; w != 0 && !precedes(since, c, w, x) {
-			return false
-		}
-	}
-	return true
+	c := h / m.cfg.Attempts
+	hd := m.head(&s.nodes[i], c)
+	return hd < 0 || precedes(s.attempts[h].since, c, s.nodes[i].wait[hd], hd)
 }
 
-// head is node i's head, for traces: its client, or -1.
+// head is the client of nd's oldest entry other than client but's, or -1.
 //
 //go:norace
-func (m *Model) head(nd *node) int {
+func (m *Model) head(nd *node, but int) int {
 	hd := -1
 	for x := range m.cfg.Clients {
-		if w := nd.wait[x]; w != 0 && (hd < 0 || precedes(w, x, nd.wait[hd], hd)) {
+		if w := nd.wait[x]; x != but && w != 0 && (hd < 0 || precedes(w, x, nd.wait[hd], hd)) {
 			hd = x
 		}
 	}
@@ -91,7 +91,7 @@ func (m *Model) beginWait(s *State, h int, retry bool) {
 		if bits.OnesCount8(on) < m.cfg.quorum() {
 			continue
 		}
-		if m.cfg.Fairness != FixedQuorum {
+		if m.cfg.Fairness == AnyQuorum || m.cfg.Fairness == OnceQuorum {
 			on = 1<<m.cfg.Nodes - 1 // a flag: the node set does not matter
 		}
 		s.guard[c][x] = on
@@ -135,6 +135,53 @@ func (m *Model) entryNodes(s *State, c int) uint8 {
 	return on
 }
 
+// loseEntry: node i loses client x's entry to a fault (its lease ran out,
+// the node restarted empty), which excuses the node under the claim.
+//
+//go:norace
+func (m *Model) loseEntry(s *State, i, x int) {
+	s.nodes[i].wait[x] = 0
+	if m.cfg.Fairness == KeptQuorum {
+		for b := range m.cfg.Clients {
+			s.guard[b][x] &^= 1 << i
+		}
+	}
+}
+
+// plainUnlocks: an Unlock's release that can no longer find the hold's
+// entry on its node (the entry is not the hold's, and no acquire call that
+// could enter it is still to run there) is a step back's release; so the
+// hold's wait start need not be kept for it.
+//
+//go:norace
+func (m *Model) plainUnlocks(s *State) {
+	c := &m.cfg
+	for h := range c.Clients * c.Attempts {
+		cl := h / c.Attempts
+		since := s.attempts[h].since
+		for i := range c.Nodes {
+			nd := &s.nodes[i]
+			sl := &nd.slots[h]
+			if !sl.unlock || sl.acq == asked { // queued behind the acquire
+				continue
+			}
+			if c.Variant != GrantRemovesEntry && nd.wait[cl] == since && since != 0 {
+				continue
+			}
+			entering := false
+			for k := range c.Attempts {
+				e := cl*c.Attempts + k
+				if acq := nd.slots[e].acq; s.attempts[e].since == since && (acq == asked || acq == askedLate) {
+					entering = true
+				}
+			}
+			if !entering || c.Variant == GrantRemovesEntry {
+				sl.unlock, sl.release = false, true
+			}
+		}
+	}
+}
+
 // tidyWaits, after every step: the guards lose the nodes whose entry left
 // (as the form checked says), and wait starts are renumbered 1, 2, … in
 // their order, forgetting those nothing will read again.
@@ -150,6 +197,8 @@ func (m *Model) tidyWaits(s *State) {
 			}
 			on := m.entryNodes(s, x)
 			switch c.Fairness {
+			case KeptQuorum:
+				// loseEntry took out the nodes a fault excused.
 			case FixedQuorum:
 				*g &= on
 			case AnyQuorum:
@@ -162,14 +211,15 @@ func (m *Model) tidyWaits(s *State) {
 			}
 		}
 	}
+	m.plainUnlocks(s)
 	var used uint64 // bit r: rank r in use
 	for h := range c.Clients * c.Attempts {
 		a := &s.attempts[h]
 		if a.phase == ended || a.phase == unstarted {
-			pending := false // an acquire call yet to run carries it
+			pending := false // an acquire or an Unlock's release yet to run carries it
 			for i := range c.Nodes {
 				sl := &s.nodes[i].slots[h]
-				if sl.acq == asked || sl.acq == askedLate || sl.release && c.Variant == GrantKeepsEntry {
+				if sl.acq == asked || sl.acq == askedLate || sl.unlock {
 					pending = true
 				}
 			}

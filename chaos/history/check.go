@@ -22,8 +22,9 @@ const (
 // Property is a property the checker verifies.
 type Property string
 
-// The properties: six safety properties, and three of liveness (see
-// Liveness, Starvation and Handover).
+// The properties: six safety properties, three of liveness (see Liveness,
+// Starvation and Handover) and one of order, judged only on request (see
+// CheckOptions.OrderMargin).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
@@ -37,6 +38,7 @@ const (
 	LivenessStall      Property = "liveness"   // a key free and wanted, with a quorum up, for too long
 	LivenessStarvation Property = "starvation" // a client that waited too long for a key others kept getting
 	SlowHandover       Property = "handover"   // a key handed on from a release to its waiters too slowly
+	Order              Property = "order"      // a client overtaken by one that began waiting after it
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -53,12 +55,13 @@ type Counts struct {
 	Liveness            int `json:"liveness"`
 	Starvation          int `json:"starvation"`
 	Handover            int `json:"handover"`
+	Order               int `json:"order"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
 	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites +
-		c.ResurrectedHolds + c.Liveness + c.Starvation + c.Handover
+		c.ResurrectedHolds + c.Liveness + c.Starvation + c.Handover + c.Order
 }
 
 // Get returns the count of p.
@@ -84,13 +87,15 @@ func (c *Counts) field(p Property) *int {
 		return &c.Starvation
 	case SlowHandover:
 		return &c.Handover
+	case Order:
+		return &c.Order
 	}
 	panic("history: unknown property " + string(p))
 }
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall, LivenessStarvation, SlowHandover}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall, LivenessStarvation, SlowHandover, Order}
 }
 
 // Violation is one breach of a property.
@@ -145,6 +150,13 @@ type CheckOptions struct {
 	// latency of its successful releases, and none (gaps measured, not
 	// judged) with fewer than 16 handovers to take the median of.
 	HandoverThreshold time.Duration
+	// OrderMargin turns on the order property (see order): a client whose
+	// Lock began more than OrderMargin after another's, and got the key
+	// while the other still waited, overtook it. It must cover how long a
+	// refused first attempt takes to enter its place on a quorum of nodes.
+	// Default 0: not judged, since most locks promise no order among
+	// waiters.
+	OrderMargin time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
 	MinAcquisitions int
@@ -186,6 +198,12 @@ func DefaultExpected() map[Property][]fault.Kind {
 		// assumption slow it down (a paused client, a slow clock); a node's
 		// clock jump does not delay an announced release.
 		SlowHandover: clientBreaking,
+		// Order rests on every node answering the waiter's tries in time
+		// and keeping its place (a node down, slow, restarted empty, or
+		// cut off from the waiter's announcements may let a younger caller
+		// in), and on the waiters' clocks and pace: any node fault, and
+		// any assumption-breaking one.
+		Order: orderBreaking(),
 	}
 }
 
@@ -282,6 +300,9 @@ func Check(h History, opts CheckOptions) Result {
 	var slow []Violation
 	res.Handover, slow = handover(h, all, opts)
 	vs = append(vs, slow...)
+	if opts.OrderMargin > 0 {
+		vs = append(vs, order(h, spans, opts.OrderMargin)...)
+	}
 	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++

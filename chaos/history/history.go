@@ -9,7 +9,9 @@
 // hold was acquired, each violation attributed to the faults active
 // around it, plus the longest stall while a quorum was up, the worst wait of
 // one client for a key that others kept getting (starvation) and how fast keys
-// went from a release to the clients waiting for them (handover). The verdict has
+// went from a release to the clients waiting for them (handover), and, when
+// asked (CheckOptions.OrderMargin), clients overtaken by one that began waiting
+// after them (order), for locks that serve waiters in order. The verdict has
 // three states: ok, violated (a violation no assumption-breaking fault explains)
 // and unknown (the history is empty, too short or incomplete, so nothing can be
 // claimed). Check never claims ok on a history it cannot read.

@@ -13,7 +13,7 @@ import (
 
 const checkHeader = `Usage:
   fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D]
-                   [--handover-threshold D] [--json FILE] [--html FILE] FILE
+                   [--handover-threshold D] [--order-margin D] [--json FILE] [--html FILE] FILE
 
 Checks a history of lock operations recorded by any system — one JSON object
 per line (JSON Lines): acquire, extend, release, write and lost operations of
@@ -26,8 +26,10 @@ is in docs/history-format.md.
 The checker is the chaos run's: mutual exclusion, fencing order, duplicate
 tokens, stale writes accepted, lost writes (when the final store contents are
 given), liveness and starvation (when the node count is given), and how fast
-keys pass from a release to their waiters (handover); the same text summary,
-JSON report and HTML timeline.
+keys pass from a release to their waiters (handover), and, with --order-margin,
+clients overtaken by one that began waiting after them (order: for locks that
+serve waiters in the order they began); the same text summary, JSON report and
+HTML timeline.
 `
 
 const checkFooter = `Exit status:
@@ -48,6 +50,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"a client may wait up to `D` for a key others keep getting (default: derived from the history, per key)")
 	handover := fs.Duration("handover-threshold", 0,
 		"keys may take a median `D` from a release to the next acquire while others wait (default: derived from the history)")
+	margin := fs.Duration("order-margin", 0,
+		"judge order: a client that began waiting more than `D` after another, while the key was held, must not get it first (default 0: not judged)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
@@ -64,6 +68,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--starvation-threshold must not be negative")
 	case *handover < 0:
 		return cmd.fail(stderr, "--handover-threshold must not be negative")
+	case *margin < 0:
+		return cmd.fail(stderr, "--order-margin must not be negative")
 	}
 	h, err := readHistory(fs.Arg(0))
 	if err != nil {
@@ -73,7 +79,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *nodes > 0 {
 		h.Nodes = *nodes
 	}
-	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover}
+	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin}
 	if *strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}

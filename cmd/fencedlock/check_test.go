@@ -14,6 +14,11 @@ func recorded(name string) string {
 	return filepath.Join("..", "..", "chaos", "history", "testdata", "recorded", name)
 }
 
+// golden is a history that package history's generator writes.
+func golden(name string) string {
+	return filepath.Join("..", "..", "chaos", "history", "testdata", name)
+}
+
 func TestCheckCommand(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -29,6 +34,8 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{recorded("release-without-publish.jsonl")}, 1, "! UNEXPECTED handover"},
 		{[]string{recorded("hunt.jsonl")}, 0, "handover: ok"},
 		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
+		{[]string{golden("order-overtaken.jsonl")}, 0, "verdict: OK (no violations)"},
+		{[]string{"--order-margin", "2ms", golden("order-overtaken.jsonl")}, 1, "! UNEXPECTED order"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()
@@ -99,6 +106,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{"--stall-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--starvation-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--handover-threshold", "-1s", recorded("amnesia.jsonl")},
+		{"--order-margin", "-1s", recorded("amnesia.jsonl")},
 		{"--bogus", recorded("amnesia.jsonl")},
 		{filepath.Join(t.TempDir(), "missing.jsonl")},
 	} {

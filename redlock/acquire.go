@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"strings"
 	"errors"
 	"time"
 )
@@ -182,6 +183,8 @@ func (c *Client) checkArgs(key string, ttl time.Duration) error {
 		return invalid("empty key")
 	case FenceKey(key) == key:
 		return invalid("key %q is a fence counter", key)
+	case strings.HasPrefix(key, "fencedlock:wait:") || strings.HasPrefix(key, "fencedlock:lease:"):
+		return invalid("key %q is in the namespace of waiting sets", key)
 	case ttl <= 0:
 		return invalid("ttl %v is not positive", ttl)
 	case ttl < time.Millisecond:

@@ -85,7 +85,7 @@ func (a *askCounter) hook() redistest.AfterReply {
 	return func(cmds ...redis.Cmder) {
 		for _, cmd := range cmds {
 			args := cmd.Args()
-			if len(args) != 3+4+5 || (args[0] != "evalsha" && args[0] != "eval") || fmt.Sprint(args[2]) != "4" {
+			if len(args) != 3+4+6 || (args[0] != "evalsha" && args[0] != "eval") || fmt.Sprint(args[2]) != "4" {
 				continue
 			}
 			if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {

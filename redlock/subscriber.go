@@ -43,15 +43,19 @@ func newSubscriber(c *Client, node int, w *waitQueues) *subscriber {
 	return &subscriber{c: c, node: node, w: w, ops: make(chan subOp, subQueue), quit: make(chan struct{})}
 }
 
-// send queues op without blocking; when the queue is full the op is dropped
-// (a waiter then relies on backoff, and a stale subscription costs little).
-func (s *subscriber) send(op subOp) {
+// send queues op without blocking and reports whether it did: when the
+// queue is full the op is dropped (a subscribe is asked for again by the
+// waiter's next try, see waitQueues.ready; a stale subscription costs
+// little).
+func (s *subscriber) send(op subOp) bool {
 	s.start.Do(func() { s.c.goNode(s.node, s.run) })
 	select {
 	case s.ops <- op:
+		return true
 	case <-s.quit:
 	default:
 	}
+	return false
 }
 
 func (s *subscriber) run() {

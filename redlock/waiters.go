@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,8 +145,9 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 // withdraw removes me's place from nodes (withdraw.lua), in the background.
 func (w *waitQueues) withdraw(key string, me *waiter, nodes []int) {
 	order, leases := waitKeys(key)
+	name := uuid.NewString() // the withdrawal's, in its announcements
 	for _, i := range nodes {
-		w.c.send(i, withdrawScript, me.timeout, []string{key, order, leases}, me.since, w.c.id)
+		w.c.send(i, withdrawScript, me.timeout, []string{key, order, leases}, me.since, w.c.id, name)
 	}
 }
 
@@ -210,7 +213,14 @@ func (w *waitQueues) ready(ctx context.Context, me *waiter, timeout time.Duratio
 	w.mu.Unlock()
 	if fresh {
 		for _, s := range w.subs {
-			s.send(subOp{channel: releaseChannel(w.c.id, q.key), sub: true})
+			if !s.send(subOp{channel: releaseChannel(w.c.id, q.key), sub: true}) {
+				// Not asked of that node: ask again at the next try.
+				// Meanwhile the waiter has backoff and the holder's TTL.
+				w.mu.Lock()
+				q.asked = false
+				w.mu.Unlock()
+				fresh = false
+			}
 		}
 	}
 	start := time.Now() // network waits are real time

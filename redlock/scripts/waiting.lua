@@ -25,8 +25,14 @@ end
 -- head is the oldest entry other than the caller's own (id at wait start
 -- since): its wait start and id, or nil. An entry of the caller's Client at
 -- another wait start is another waiter of that Client, and counts.
-local function head(order, id, since)
+-- An entry with no lease (written by something other than these scripts)
+-- would never lapse: it is dropped when it comes to the head.
+local function head(order, id, since, leases)
   local h = redis.call('ZRANGE', order, 0, 1, 'WITHSCORES')
+  while h[1] and not redis.call('ZSCORE', leases, h[1]) do
+    redis.call('ZREM', order, h[1])
+    h = redis.call('ZRANGE', order, 0, 1, 'WITHSCORES')
+  end
   if h[1] == id and tonumber(h[2]) == tonumber(since) then
     return h[4], h[3]
   end
@@ -69,7 +75,7 @@ end
 -- the next one.
 local function announce(key, order, leases, value)
   purge(order, leases, now())
-  local s, id = head(order, '', '')
+  local s, id = head(order, '', '', leases)
   if not s then
     return value
   end

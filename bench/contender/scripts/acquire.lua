@@ -38,14 +38,14 @@ local own = ''
 if lease > 0 then
   own = id
 end
-local hs, hid = head(KEYS[3], own, since)
+local hs, hid = head(KEYS[3], own, since, KEYS[4])
 if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
   return {1, redis.call('GET', KEYS[2])}
 end
 if lease > 0 then
   enter(KEYS[3], KEYS[4], since, id, t, lease)
-  hs, hid = head(KEYS[3], '', '')
+  hs, hid = head(KEYS[3], '', '', KEYS[4])
 end
 local first = ''
 if hs then

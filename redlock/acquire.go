@@ -2,8 +2,8 @@ package redlock
 
 import (
 	"context"
-	"strings"
 	"errors"
+	"strings"
 	"time"
 )
 

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -27,9 +28,12 @@ type subscriber struct {
 	w    *waitQueues
 
 	start sync.Once
-	ops   chan subOp
+	kick  chan struct{} // buffered 1: want changed
 	quit  chan struct{}
 	stop  sync.Once
+
+	mu   sync.Mutex      // protects want
+	want map[string]bool // channels to subscribe (true) or unsubscribe (false) next
 }
 
 type subOp struct {
@@ -37,25 +41,29 @@ type subOp struct {
 	sub     bool // subscribe; false: unsubscribe
 }
 
-const subQueue = 256
-
 func newSubscriber(c *Client, node int, w *waitQueues) *subscriber {
-	return &subscriber{c: c, node: node, w: w, ops: make(chan subOp, subQueue), quit: make(chan struct{})}
+	return &subscriber{c: c, node: node, w: w, kick: make(chan struct{}, 1), quit: make(chan struct{}), want: map[string]bool{}}
 }
 
-// send queues op without blocking and reports whether it did: when the
-// queue is full the op is dropped (a subscribe is asked for again by the
-// waiter's next try, see waitQueues.ready; a stale subscription costs
-// little).
+// send asks for op without blocking: the requests wait, the latest per
+// channel, until the subscriber's goroutine applies them all together (one
+// SUBSCRIBE for many channels), so none is lost however many keys are
+// waited for at once. It reports false once the subscriber stopped.
 func (s *subscriber) send(op subOp) bool {
 	s.start.Do(func() { s.c.goNode(s.node, s.run) })
 	select {
-	case s.ops <- op:
-		return true
 	case <-s.quit:
+		return false
 	default:
 	}
-	return false
+	s.mu.Lock()
+	s.want[op.channel] = op.sub
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 func (s *subscriber) run() {
@@ -68,31 +76,42 @@ func (s *subscriber) run() {
 	}()
 	for {
 		select {
-		case op := <-s.ops:
-			s.apply(op, conns, channels)
+		case <-s.kick:
+			s.mu.Lock()
+			want := s.want
+			s.want = map[string]bool{}
+			s.mu.Unlock()
+			s.apply(want, conns, channels)
 		case <-s.quit:
 			return
 		}
 	}
 }
 
-// apply runs op on every server of the node, opening a connection (with
-// every channel subscribed so far) for a server seen for the first time.
-func (s *subscriber) apply(op subOp, conns map[any]*redis.PubSub, channels map[string]bool) {
+// apply subscribes and unsubscribes as want says on every server of the
+// node, opening a connection (with every channel subscribed so far) for a
+// server seen for the first time.
+func (s *subscriber) apply(want map[string]bool, conns map[any]*redis.PubSub, channels map[string]bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.c.nodeTimeout(5*time.Second))
 	defer cancel()
-	if op.sub {
-		channels[op.channel] = true
-	} else {
-		delete(channels, op.channel)
+	var sub, unsub []string
+	for ch, on := range want {
+		if on {
+			channels[ch] = true
+			sub = append(sub, ch)
+		} else {
+			delete(channels, ch)
+			unsub = append(unsub, ch)
+		}
 	}
 	for _, srv := range s.servers() {
 		if ps, ok := conns[srv.key]; ok {
 			var err error
-			if op.sub {
-				err = ps.Subscribe(ctx, op.channel)
-			} else {
-				err = ps.Unsubscribe(ctx, op.channel)
+			if len(sub) > 0 {
+				err = ps.Subscribe(ctx, sub...)
+			}
+			if len(unsub) > 0 {
+				err = errors.Join(err, ps.Unsubscribe(ctx, unsub...))
 			}
 			if err != nil {
 				s.c.nodeErr(s.node, err)

@@ -72,7 +72,11 @@ func Run(ctx context.Context, root, tmp string, m Mutant, c Chaos) (Result, erro
 		return Result{}, err
 	}
 	jsonPath := filepath.Join(filepath.Dir(bin), "report.json")
-	args := append([]string{"chaos", "--faults", c.Faults, "--seed", strconv.FormatUint(c.Seed, 10),
+	faults := c.Faults
+	if m.Quiet {
+		faults = "" // no faults at all (see Mutant.Quiet)
+	}
+	args := append([]string{"chaos", "--faults", faults, "--seed", strconv.FormatUint(c.Seed, 10),
 		"--duration", c.Duration.String(), "--json", jsonPath, "--quiet", "--stop-on-violation"}, c.Args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer

@@ -72,12 +72,12 @@ func Run(ctx context.Context, root, tmp string, m Mutant, c Chaos) (Result, erro
 		return Result{}, err
 	}
 	jsonPath := filepath.Join(filepath.Dir(bin), "report.json")
-	faults := c.Faults
+	args := []string{"chaos", "--faults", c.Faults}
 	if m.Quiet {
-		faults = "" // no faults at all (see Mutant.Quiet)
+		args = append([]string{"chaos"}, QuietArgs...)
 	}
-	args := append([]string{"chaos", "--faults", faults, "--seed", strconv.FormatUint(c.Seed, 10),
-		"--duration", c.Duration.String(), "--json", jsonPath, "--quiet", "--stop-on-violation"}, c.Args...)
+	args = append(append(args, "--seed", strconv.FormatUint(c.Seed, 10),
+		"--duration", c.Duration.String(), "--json", jsonPath, "--quiet", "--stop-on-violation"), c.Args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,15 +82,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "mutants: %d mutants, chaos --faults %s --seed %d, at most %v each\n",
 		len(ms), c.Faults, c.Seed, c.Duration)
 	if *baseline {
-		r, err := mutants.Run(ctx, root, tmp, mutants.Mutant{}, c)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
+		// The module as it is, under the campaign's run, and under the quiet
+		// one if a mutant runs quiet: each must come out clean.
+		originals := []mutants.Mutant{{}}
+		if slices.ContainsFunc(ms, func(m mutants.Mutant) bool { return m.Quiet }) {
+			originals = append(originals, mutants.Mutant{Quiet: true})
 		}
-		fmt.Fprintf(stderr, "original: %s in %v (%s)\n", r.Outcome, r.Elapsed.Round(time.Second), r.Evidence)
-		if r.Outcome != mutants.Survived {
-			fmt.Fprintln(stderr, "mutants: the module as it is does not come out clean: no mutant can be judged")
-			return 2
+		for _, o := range originals {
+			label := "original"
+			if o.Quiet {
+				label = "original (quiet)"
+			}
+			r, err := mutants.Run(ctx, root, tmp, o, c)
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				return 2
+			}
+			fmt.Fprintf(stderr, "%s: %s in %v (%s)\n", label, r.Outcome, r.Elapsed.Round(time.Second), r.Evidence)
+			if r.Outcome != mutants.Survived {
+				fmt.Fprintln(stderr, "mutants: the module as it is does not come out clean: no mutant can be judged")
+				return 2
+			}
 		}
 	}
 	var results []mutants.Result

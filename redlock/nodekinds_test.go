@@ -164,6 +164,13 @@ func numSub(ctx context.Context, n redis.UniversalClient, channel string) []int6
 		mu.Unlock()
 		return nil
 	}
+	eachServer(ctx, n, each)
+	return counts
+}
+
+// eachServer runs each on every server of n whose pub/sub a release may
+// reach: each shard of a Ring, each master of a Cluster, a Client itself.
+func eachServer(ctx context.Context, n redis.UniversalClient, each func(context.Context, *redis.Client) error) {
 	switch n := n.(type) {
 	case *redis.Ring:
 		_ = n.ForEachShard(ctx, each)
@@ -172,5 +179,4 @@ func numSub(ctx context.Context, n redis.UniversalClient, channel string) []int6
 	case *redis.Client:
 		_ = each(ctx, n)
 	}
-	return counts
 }

@@ -186,14 +186,7 @@ func subscribedAs(ctx context.Context, rc redis.UniversalClient, channel string)
 		mu.Unlock()
 		return nil
 	}
-	switch n := rc.(type) {
-	case *redis.Ring:
-		_ = n.ForEachShard(ctx, each)
-	case *redis.ClusterClient:
-		_ = n.ForEachMaster(ctx, each)
-	case *redis.Client:
-		_ = each(ctx, n)
-	}
+	eachServer(ctx, rc, each)
 	slices.Sort(chs)
 	return slices.Compact(chs)
 }

@@ -59,7 +59,7 @@ const (
 	// Barging: acquire ignores the waiting set (first is always true): a
 	// newcomer is granted a free key ahead of the head.
 	Barging
-	// GrantRemovesEntry: the first rule of issue 21. A grant removes the
+	// GrantRemovesEntry: the rule as first proposed. A grant removes the
 	// caller's entry, also the grant of a try that then fails (too few
 	// grants) or had already failed (a late grant), and no release touches
 	// the waiting set. The caller's place moves from node to node while a

@@ -116,7 +116,7 @@ func TestModelPlantedBugs(t *testing.T) {
 		{LateGrantKept, n3, []Property{NoGrantLeftBehind}},
 		// A newcomer granted a free key ahead of the head of the set.
 		{Barging, n3, []Property{Fairness}},
-		// The first rule of issue 21: a grant removes the caller's entry,
+		// The rule as first proposed: a grant removes the caller's entry,
 		// also where its try then fails, so its place moves from node to
 		// node while a younger waiter collects the nodes it left. It takes a
 		// Lock that tries again with its wait start.

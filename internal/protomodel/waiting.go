@@ -2,7 +2,7 @@ package protomodel
 
 import "math/bits"
 
-// The waiting set (issue 21): on each node, per key, one entry per client,
+// The waiting set: on each node, per key, one entry per client,
 // ordered by (wait start, client id); acquire grants only to a caller that
 // no other client's entry is older than, and a refused Lock try enters or
 // refreshes its client's entry. A grant leaves the entry as it is; the

@@ -9,7 +9,7 @@ import (
 )
 
 // A release the protocol owes a node — a failed attempt's step back, a
-// late grant's, a failed transfer's old hold, the rest of an Unlock — is
+// late grant's, the rest of an Unlock — is
 // sent until one of these happens: it lands (the node deletes the value,
 // or answers that it is gone), the key's TTL has certainly passed, or
 // Close gives it up. One send is not enough: a node that timed out (frozen,

@@ -280,7 +280,7 @@ func (a *attempt) served(r reply) {
 	if r.granted || r.err != nil || a.args[5].(int64) == 0 { // a TryLock has no place
 		return
 	}
-	a.c.send(r.node, withdrawScript, a.timeout(), a.releaseKeys(), a.args[2], a.c.id, uuid.NewString())
+	a.c.withdraw(a.key(), a.args[2].(int64), a.timeout(), r.node)
 }
 
 // decide fixes the outcome and returns the latest answers already in, which

@@ -144,10 +144,17 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 
 // withdraw removes me's place from nodes (withdraw.lua), in the background.
 func (w *waitQueues) withdraw(key string, me *waiter, nodes []int) {
+	w.c.withdraw(key, me.since, me.timeout, nodes...)
+}
+
+// withdraw removes, in the background, this Client's place in key's
+// waiting set at wait start since (ms) from nodes (withdraw.lua), under one
+// fresh name for its announcements.
+func (c *Client) withdraw(key string, since int64, timeout time.Duration, nodes ...int) {
 	order, leases := waitKeys(key)
-	name := uuid.NewString() // the withdrawal's, in its announcements
+	name := uuid.NewString()
 	for _, i := range nodes {
-		w.c.send(i, withdrawScript, me.timeout, []string{key, order, leases}, me.since, w.c.id, name)
+		c.send(i, withdrawScript, timeout, []string{key, order, leases}, since, c.id, name)
 	}
 }
 

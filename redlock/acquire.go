@@ -87,6 +87,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				if f.holderTTL > 0 {
 					d = min(d, f.holderTTL)
 				}
+				if f.refused < c.quorum {
+					// Its place is on too few nodes for their releases
+					// to wake it (node errors, a split vote): no longer
+					// than a call's bound, then it asks again.
+					d = min(d, c.nodeTimeout(ttl))
+				}
 			}
 			if c.waiters.ready(ctx, w, c.nodeTimeout(ttl)) {
 				// Subscribed just now: a release before that went

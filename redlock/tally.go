@@ -130,8 +130,9 @@ func (t *tally) wins(value string) bool {
 // failure is what a failed attempt saw, for its waiter.
 type failure struct {
 	holderTTL time.Duration // how long the holder's key has left; 0 when unknown
+	refused   int           // nodes that refused it: where a waiter's place was entered
 }
 
 func (t *tally) failure() failure {
-	return failure{holderTTL: t.holderTTL()}
+	return failure{holderTTL: t.holderTTL(), refused: t.counts().refused}
 }

@@ -125,7 +125,13 @@ func runClient2(ctx context.Context, c *redlock.Client, store *fencing.Redis, ke
 		return err
 	}
 	tl.printf("client2 writes with token=%d: ok", l.Token())
-	return l.Unlock(ctx)
+	if err := l.Unlock(ctx); err != nil && !errors.Is(err, redlock.ErrOutcomeUnknown) {
+		return err
+	}
+	// ErrOutcomeUnknown: a node did not answer in time. The library sends
+	// that release again until it lands, and the key expires at its TTL in
+	// any case: nothing for the caller to do.
+	return nil
 }
 
 // timeline prints lines stamped with the time since it began. It is safe for

@@ -131,7 +131,7 @@ func (s *rawSession) Unlock(ctx context.Context) error {
 	s.round(ctx, rawRelease, s.releaseKeys(), s.value, "", "", "", 0)
 	released := 0
 	for _, r := range s.replies {
-		if r.err == nil && asInt(r.v) == 1 {
+		if res, ok := r.v.([]any); r.err == nil && ok && len(res) > 0 && asInt(res[0]) == 1 { // {1, announcement}
 			released++
 		}
 	}

@@ -116,7 +116,7 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if me.entered && !acquired { // also after Close: a send then goes on its own
-		w.withdraw(q.key, me, w.c.all)
+		w.c.withdraw(q.key, me.since, me.timeout, w.c.all...)
 	}
 	i := slices.Index(q.waiters, me)
 	q.waiters = slices.Delete(q.waiters, i, i+1)
@@ -140,11 +140,6 @@ func (w *waitQueues) leave(me *waiter, acquired bool) {
 			s.send(subOp{channel: releaseChannel(w.c.id, old)})
 		}
 	}
-}
-
-// withdraw removes me's place from nodes (withdraw.lua), in the background.
-func (w *waitQueues) withdraw(key string, me *waiter, nodes []int) {
-	w.c.withdraw(key, me.since, me.timeout, nodes...)
 }
 
 // withdraw removes, in the background, this Client's place in key's

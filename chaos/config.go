@@ -200,3 +200,22 @@ func (c Config) canHunt() error {
 	}
 	return nil
 }
+
+// CheckOptions are the options a run of c judges its history with; a
+// history the run wrote, read back and checked with them, gets the run's
+// verdict. Fields left zero take Run's defaults.
+func (c Config) CheckOptions() history.CheckOptions {
+	if d, err := c.withDefaults(); err == nil {
+		c = d
+	}
+	// The workload's lock serves waiters in the order they began (Claim 6
+	// of docs/protocol.md): judge it. A refused first try is answered
+	// within one node timeout, and its wait start is read on the client
+	// just before it; twice the node timeout leaves that time, and the
+	// scheduling of the client's goroutine, to enter the place on a quorum.
+	opts := history.CheckOptions{OrderMargin: 2 * c.NodeTimeout}
+	if c.Strict {
+		opts.Expected = map[history.Property][]fault.Kind{}
+	}
+	return opts
+}

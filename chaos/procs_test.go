@@ -46,7 +46,7 @@ func runProcs(t *testing.T, cfg chaos.Config) report.Run {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keep(t, run) })
-	checkRoundTrip(t, run.History, run.Result)
+	checkRoundTrip(t, run.History, run.Result, cfg.CheckOptions())
 	res := run.Result
 	t.Logf("%s, %d client processes (ttl %v, node timeout %v): %d acquisitions, %d failed, found %+v, stale rejected %d; procs %+v",
 		cfg.Backend, cfg.Clients, cfg.TTL, cfg.NodeTimeout, res.Acquisitions, res.AcquireFailures, res.Found,

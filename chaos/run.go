@@ -107,15 +107,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	// The workload's lock serves waiters in the order they began (Claim 6
-	// of docs/protocol.md): judge it. A refused first try is answered
-	// within one node timeout, and its wait start is read on the client
-	// just before it; twice the node timeout leaves that time, and the
-	// scheduling of the client's goroutine, to enter the place on a quorum.
-	opts := history.CheckOptions{OrderMargin: 2 * cfg.NodeTimeout}
-	if cfg.Strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
-	}
+	opts := cfg.CheckOptions()
 	if procs != nil {
 		procs.runCtx = runCtx
 		procs.begin()

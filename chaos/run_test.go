@@ -47,7 +47,7 @@ func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Res
 	}
 	t.Cleanup(func() { keep(t, run) })
 	checkSchedule(t, run.History, cfg)
-	checkRoundTrip(t, run.History, run.Result)
+	checkRoundTrip(t, run.History, run.Result, cfg.CheckOptions())
 	res := run.Result
 	t.Logf("%s (ttl %v, node timeout %v): %d acquisitions, %d failed, faults %v, found %+v, expected %+v, stale rejected %d, longest stall %v (threshold %v)",
 		faults, ttl, nodeTimeout, res.Acquisitions, res.AcquireFailures, len(res.Faults), res.Found, res.Expected,
@@ -266,7 +266,7 @@ func TestScheduleIsSeeded(t *testing.T) {
 // checkRoundTrip checks that the run's history, written as JSON Lines and
 // read back, checks the same: what `fencedlock check` of a --history file
 // reports.
-func checkRoundTrip(t *testing.T, h history.History, want history.Result) {
+func checkRoundTrip(t *testing.T, h history.History, want history.Result, opts history.CheckOptions) {
 	t.Helper()
 	var buf strings.Builder
 	if err := history.WriteJSONL(&buf, h); err != nil {
@@ -276,7 +276,7 @@ func checkRoundTrip(t *testing.T, h history.History, want history.Result) {
 	if err != nil {
 		t.Fatalf("reading the run's history back: %v", err)
 	}
-	got := history.Check(back, history.CheckOptions{})
+	got := history.Check(back, opts)
 	if got.Verdict != want.Verdict || got.Found != want.Found || got.Expected != want.Expected ||
 		got.Acquisitions != want.Acquisitions || got.AcquireFailures != want.AcquireFailures ||
 		got.StaleWritesRejected != want.StaleWritesRejected || got.Writes != want.Writes ||
@@ -362,7 +362,7 @@ func TestHunt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keep(t, run) })
-	checkRoundTrip(t, run.History, run.Result)
+	checkRoundTrip(t, run.History, run.Result, cfg.CheckOptions())
 	res := run.Result
 	t.Logf("hunt (ttl %v): %d acquisitions, faults %d, found %+v, expected %+v, stale rejected %d",
 		ttl, res.Acquisitions, len(res.Faults), res.Found, res.Expected, res.StaleWritesRejected)

@@ -12,6 +12,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 )
 
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
@@ -65,7 +66,7 @@ type Config struct {
 }
 
 // ProfileHunt is the profile that builds, on purpose, the states where lock
-// protocols break (the episodes of backend.NewHuntPlan: overlapping
+// protocols break (the episodes of schedule.NewHuntPlan: overlapping
 // majorities, amnesia rotation, lost replies, restarts under long holds,
 // clock jumps, late heals, latency bursts and a clock drift within the
 // allowance on a majority), with a workload that exercises what the plain
@@ -94,7 +95,7 @@ var huntOnly = []fault.Kind{fault.DropHeal, fault.DelayHeal, fault.ClockDrift}
 
 // HuntFaults returns the fault kinds of the hunt profile: the node faults
 // its schedule injects and the client behaviours that break an assumption.
-func HuntFaults() []fault.Kind { return append(backend.HuntKinds(), fault.LateWrite) }
+func HuntFaults() []fault.Kind { return append(schedule.HuntKinds(), fault.LateWrite) }
 
 // FaketimeEnv names the environment variable that gives the path of
 // libfaketime.so.1, which clock-skew faults on the process backend preload

@@ -10,9 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -33,7 +34,7 @@ import (
 // pick one message out.
 type healLoss struct {
 	rec     *history.Recorder
-	windows []backend.Window
+	windows []schedule.Window
 	origin  time.Time       // the plan's time zero
 	ctx     context.Context // the run's: held heals still waiting when it ends are lost
 	timeout time.Duration   // bounds the held heal's call
@@ -46,7 +47,7 @@ type healLoss struct {
 
 var errHealLost = errors.New("chaos: heal lost (drop-heal)")
 
-func newHealLoss(ctx context.Context, cfg Config, plan backend.Plan, rec *history.Recorder) *healLoss {
+func newHealLoss(ctx context.Context, cfg Config, plan schedule.Plan, rec *history.Recorder) *healLoss {
 	l := &healLoss{rec: rec, origin: time.Now(), ctx: ctx, timeout: cfg.NodeTimeout,
 		spans: make(map[[2]int][2]time.Time)}
 	for _, w := range plan.Windows {
@@ -140,7 +141,7 @@ func (l *healLoss) record() {
 // isHeal matches the scripts redlock sends to a fence counter alone.
 func isHeal(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	if !backend.IsScript(cmd) || len(args) < 4 {
+	if !hook.IsScript(cmd) || len(args) < 4 {
 		return false
 	}
 	var keys int64

@@ -10,6 +10,8 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 )
 
 // kill is a node kill that an acquire triggered: when, and how it went.
@@ -39,15 +41,15 @@ type hookTrigger struct {
 func newHookTrigger(b backend.Backend, c *client) *hookTrigger {
 	t := &hookTrigger{armed: make([]atomic.Bool, len(c.rdbs)), kills: make(chan kill, 1)}
 	for i, rdb := range c.rdbs {
-		rdb.AddHook(backend.NewTrigger(
-			func(cmd redis.Cmder) bool { return t.armed[i].Load() && backend.IsScript(cmd) },
+		rdb.AddHook(hook.NewTrigger(
+			func(cmd redis.Cmder) bool { return t.armed[i].Load() && hook.IsScript(cmd) },
 			func(ctx context.Context, _ redis.Cmder) {
 				if t.armed[i].CompareAndSwap(true, false) {
 					at := time.Now()
 					t.kills <- kill{at, b.Kill(context.WithoutCancel(ctx), i)}
 				}
 			},
-			backend.Times(1<<30)))
+			hook.Times(1<<30)))
 	}
 	return t
 }
@@ -61,7 +63,7 @@ func (t *hookTrigger) fired() <-chan kill   { return t.kills }
 // on the other nodes — and starts it again (with its data) a while later.
 // One node at a time; the node plan leaves room for it in the minority. Each
 // fault, and each kill or start that failed, goes to faults.
-func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan backend.Plan, trig acquireTrigger, faults *faultLog) {
+func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan schedule.Plan, trig acquireTrigger, faults *faultLog) {
 	start := time.Now()
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x4b111))
 	for ctx.Err() == nil {
@@ -95,7 +97,7 @@ func killDuringAcquire(ctx context.Context, cfg Config, b backend.Backend, plan 
 }
 
 // freeNode picks a node that no step of plan holds during [from, to].
-func freeNode(plan backend.Plan, nodes int, from, to time.Duration, r *rand.Rand) (int, bool) {
+func freeNode(plan schedule.Plan, nodes int, from, to time.Duration, r *rand.Rand) (int, bool) {
 	busy := make([]bool, nodes)
 	for _, s := range plan.Steps {
 		if s.At <= to && s.At+s.For >= from && s.Node < nodes {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/hook"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/redlock"
@@ -159,8 +159,8 @@ func newChildTrigger(c *client, w *lineWriter) *childTrigger {
 	t := &childTrigger{armed: make([]atomic.Bool, len(c.rdbs)),
 		killed: make(chan struct{}, 1), done: make(chan struct{})}
 	for i, rdb := range c.rdbs {
-		rdb.AddHook(backend.NewTrigger(
-			func(cmd redis.Cmder) bool { return t.armed[i].Load() && backend.IsScript(cmd) },
+		rdb.AddHook(hook.NewTrigger(
+			func(cmd redis.Cmder) bool { return t.armed[i].Load() && hook.IsScript(cmd) },
 			func(ctx context.Context, _ redis.Cmder) {
 				if !t.armed[i].CompareAndSwap(true, false) {
 					return
@@ -175,7 +175,7 @@ func newChildTrigger(c *client, w *lineWriter) *childTrigger {
 				case <-ctx.Done():
 				}
 			},
-			backend.Times(1<<30)))
+			hook.Times(1<<30)))
 	}
 	return t
 }

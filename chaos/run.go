@@ -17,6 +17,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		// Every failure is in the events too: faults keeps them.
-		_ = backend.Run(runCtx, b, plan, func(ev backend.FaultEvent) {
+		_ = schedule.Run(runCtx, b, plan, func(ev schedule.FaultEvent) {
 			faults.record(ev.Kind, ev.Node, ev.Start, ev.End, ev.Err)
 		})
 	})
@@ -260,21 +261,21 @@ func startClients(cfg Config, addrs []string, rec *history.Recorder, store *fenc
 // Schedule returns the node fault schedule that Run follows for cfg, drawn
 // from cfg.Seed: the same Config gives the same schedule. (Client faults and
 // kill-during-acquire are timed by the workload, also from the seed.)
-func Schedule(cfg Config) (backend.Plan, error) {
+func Schedule(cfg Config) (schedule.Plan, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return backend.Plan{}, err
+		return schedule.Plan{}, err
 	}
 	return nodePlan(cfg)
 }
 
 // nodePlan draws the node fault schedule. kill-during-acquire keeps one
 // node of the minority for itself.
-func nodePlan(cfg Config) (backend.Plan, error) {
+func nodePlan(cfg Config) (schedule.Plan, error) {
 	if cfg.hunt() {
-		p, err := backend.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, backend.WithMaxTTL(cfg.TTL))
+		p, err := schedule.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, schedule.WithMaxTTL(cfg.TTL))
 		// Kinds left out of Faults are left out of the episodes.
-		p.Steps = slices.DeleteFunc(p.Steps, func(s backend.Step) bool { return !cfg.has(s.Kind) })
+		p.Steps = slices.DeleteFunc(p.Steps, func(s schedule.Step) bool { return !cfg.has(s.Kind) })
 		return p, err
 	}
 	kinds := cfg.nodeKinds()
@@ -283,10 +284,10 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 		maxDown--
 	}
 	if len(kinds) == 0 || maxDown < 1 {
-		return backend.Plan{Seed: cfg.Seed, Duration: cfg.Duration}, nil
+		return schedule.Plan{Seed: cfg.Seed, Duration: cfg.Duration}, nil
 	}
-	return backend.NewPlan(cfg.Nodes, cfg.Duration, kinds, cfg.Seed,
-		backend.WithMaxDown(maxDown), backend.WithMaxTTL(cfg.TTL))
+	return schedule.NewPlan(cfg.Nodes, cfg.Duration, kinds, cfg.Seed,
+		schedule.WithMaxDown(maxDown), schedule.WithMaxTTL(cfg.TTL))
 }
 
 // clientFaults arms client pauses, clock-skew episodes and late writes at

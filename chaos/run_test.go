@@ -21,6 +21,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 	"github.com/fencedlock/fencedlock/chaos/report"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 )
 
 // short runs one fault kind for a few seconds with a short TTL (see
@@ -331,7 +332,7 @@ func TestHuntScheduleIsSeeded(t *testing.T) {
 	for _, w := range a.Windows {
 		kinds[w.Kind] = true
 	}
-	for _, k := range backend.HuntKinds() {
+	for _, k := range schedule.HuntKinds() {
 		if !kinds[k] {
 			t.Errorf("a minute's hunt draws no %s: %v", k, kinds)
 		}

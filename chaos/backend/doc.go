@@ -8,12 +8,9 @@
 // in-process fault proxies.
 //
 // Each fault is a small Fault value, one per file (kill.go, pause.go, ...),
-// whose Inject applies it and returns how to undo it. NewPlan draws a seeded,
-// reproducible fault schedule that never has more than a chosen number of
-// nodes under a fault at once (a minority by default), and Run executes it,
-// reporting every fault's start and end to a callback. Trigger is a go-redis
-// hook that fires a callback (kill a node, say) at the moment a chosen
-// command is about to be sent, so faults can hit an acquisition in flight.
+// whose Inject applies it and returns how to undo it. When to inject which
+// fault is package schedule's job; faults injected from inside a client's
+// connection (at the moment a command is sent) are package hook's.
 //
 // Nothing here makes a faulty node behave like a particular real failure
 // beyond what each method documents: a partition drops bytes rather than

@@ -1,4 +1,4 @@
-package backend
+package schedule
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/clock"
 )
@@ -15,10 +16,10 @@ import (
 type FaultEvent struct {
 	Kind  fault.Kind
 	Node  int
-	Fault Fault     // the injected value: its fields say how (which latency, which clock)
-	Start time.Time // when Inject was called
-	End   time.Time // when undo returned, or Inject for a fault with no undo
-	Err   error     // from Inject or undo; nil if the fault was applied and ended cleanly
+	Fault backend.Fault // the injected value: its fields say how (which latency, which clock)
+	Start time.Time     // when Inject was called
+	End   time.Time     // when undo returned, or Inject for a fault with no undo
+	Err   error         // from Inject or undo; nil if the fault was applied and ended cleanly
 }
 
 // RunOption configures Run.
@@ -56,7 +57,7 @@ func WithCleanupTimeout(d time.Duration) RunOption {
 // When ctx ends, no new fault starts, the held faults are undone at once
 // (each undo bounded by the cleanup timeout), and ctx.Err() is among the
 // errors returned.
-func Run(ctx context.Context, b Backend, p Plan, record func(FaultEvent), opts ...RunOption) error {
+func Run(ctx context.Context, b backend.Backend, p Plan, record func(FaultEvent), opts ...RunOption) error {
 	rc := runConfig{clock: clock.Real(), cleanup: 10 * time.Second}
 	for _, o := range opts {
 		o(&rc)
@@ -82,7 +83,7 @@ func Run(ctx context.Context, b Backend, p Plan, record func(FaultEvent), opts .
 }
 
 type runner struct {
-	b       Backend
+	b       backend.Backend
 	rc      runConfig
 	record  func(FaultEvent)
 	maxDown int

@@ -1,4 +1,4 @@
-package backend_test
+package schedule_test
 
 import (
 	"context"
@@ -14,22 +14,23 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
 func TestRunFollowsThePlan(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := clock.NewFake(epoch)
-	b := &recBackend{n: 3}
-	p := backend.Plan{Duration: 4 * time.Second, MaxDown: 3, Steps: []backend.Step{
+	b := &backendtest.Recording{N: 3}
+	p := schedule.Plan{Duration: 4 * time.Second, MaxDown: 3, Steps: []schedule.Step{
 		{At: time.Second, For: 2 * time.Second, Kind: fault.Kill, Node: 0, Fault: backend.Kill{Node: 0}},
 		{At: 1500 * time.Millisecond, For: time.Second, Kind: fault.Partition, Node: 1, Fault: backend.Partition{Node: 1}},
 		{At: 2 * time.Second, For: time.Second, Kind: fault.Restart, Node: 2, Fault: backend.Restart{Node: 2, WithData: true}},
 	}}
-	events := make(chan backend.FaultEvent, len(p.Steps))
+	events := make(chan schedule.FaultEvent, len(p.Steps))
 	done := make(chan error, 1)
 	go func() {
-		done <- backend.Run(t.Context(), b, p, func(e backend.FaultEvent) { events <- e }, backend.WithClock(f))
+		done <- schedule.Run(t.Context(), b, p, func(e schedule.FaultEvent) { events <- e }, schedule.WithClock(f))
 	}()
 
 	block := func(n int) {
@@ -38,7 +39,7 @@ func TestRunFollowsThePlan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	next := func(want fault.Kind) backend.FaultEvent {
+	next := func(want fault.Kind) schedule.FaultEvent {
 		t.Helper()
 		e := <-events
 		if e.Kind != want {
@@ -47,7 +48,7 @@ func TestRunFollowsThePlan(t *testing.T) {
 		return e
 	}
 	block(1) // waiting for the first step
-	if got := b.took(); len(got) != 0 {
+	if got := b.Took(); len(got) != 0 {
 		t.Fatalf("calls before the first step: %q", got)
 	}
 	f.Advance(time.Second) // 1s: kill 0, held until 3s
@@ -65,11 +66,11 @@ func TestRunFollowsThePlan(t *testing.T) {
 	}
 
 	want := []string{"kill 0", "partition 1", "restart 2 true", "heal 1", "start 0"}
-	if got := b.took(); !slices.Equal(got, want) {
+	if got := b.Took(); !slices.Equal(got, want) {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
-		e          backend.FaultEvent
+		e          schedule.FaultEvent
 		node       int
 		start, end time.Duration
 	}{
@@ -86,16 +87,16 @@ func TestRunFollowsThePlan(t *testing.T) {
 
 func TestRunUndoesHeldFaultsWhenCtxEnds(t *testing.T) {
 	f := clock.NewFake(time.Unix(0, 0))
-	b := &recBackend{n: 3}
-	p := backend.Plan{Duration: 2 * time.Hour, MaxDown: 2, Steps: []backend.Step{
+	b := &backendtest.Recording{N: 3}
+	p := schedule.Plan{Duration: 2 * time.Hour, MaxDown: 2, Steps: []schedule.Step{
 		{At: 0, For: time.Hour, Kind: fault.Kill, Node: 0, Fault: backend.Kill{Node: 0}},
 		{At: 10 * time.Minute, For: time.Minute, Kind: fault.Pause, Node: 1, Fault: backend.Pause{Node: 1}},
 	}}
 	ctx, cancel := context.WithCancel(t.Context())
-	var events []backend.FaultEvent
+	var events []schedule.FaultEvent
 	done := make(chan error, 1)
 	go func() {
-		done <- backend.Run(ctx, b, p, func(e backend.FaultEvent) { events = append(events, e) }, backend.WithClock(f))
+		done <- schedule.Run(ctx, b, p, func(e schedule.FaultEvent) { events = append(events, e) }, schedule.WithClock(f))
 	}()
 	if err := f.BlockUntilContext(t.Context(), 2); err != nil { // kill held, next step waiting
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestRunUndoesHeldFaultsWhenCtxEnds(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
-	if got, want := b.took(), []string{"kill 0", "start 0"}; !slices.Equal(got, want) {
+	if got, want := b.Took(), []string{"kill 0", "start 0"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
 	if len(events) != 1 || events[0].Kind != fault.Kill || events[0].Err != nil {
@@ -114,16 +115,16 @@ func TestRunUndoesHeldFaultsWhenCtxEnds(t *testing.T) {
 
 func TestRunReportsFailuresAndGoesOn(t *testing.T) {
 	boom := errors.New("boom")
-	b := &recBackend{n: 3, fail: map[string]error{"kill": boom}}
-	var steps []backend.Step
+	b := &backendtest.Recording{N: 3, Fail: map[string]error{"kill": boom}}
+	var steps []schedule.Step
 	for i := range 3 { // all at once: record must still be called one at a time
 		steps = append(steps,
-			backend.Step{Kind: fault.Kill, Node: i, Fault: backend.Kill{Node: i}},
-			backend.Step{Kind: fault.Latency, Node: i, Fault: backend.Latency{Node: i, D: time.Millisecond}})
+			schedule.Step{Kind: fault.Kill, Node: i, Fault: backend.Kill{Node: i}},
+			schedule.Step{Kind: fault.Latency, Node: i, Fault: backend.Latency{Node: i, D: time.Millisecond}})
 	}
-	var events []backend.FaultEvent // no lock: Run serialises record
-	err := backend.Run(t.Context(), b, backend.Plan{Duration: time.Second, MaxDown: 3, Steps: steps},
-		func(e backend.FaultEvent) { events = append(events, e) })
+	var events []schedule.FaultEvent // no lock: Run serialises record
+	err := schedule.Run(t.Context(), b, schedule.Plan{Duration: time.Second, MaxDown: 3, Steps: steps},
+		func(e schedule.FaultEvent) { events = append(events, e) })
 	if !errors.Is(err, boom) || errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want the kill failures only", err)
 	}
@@ -135,8 +136,8 @@ func TestRunReportsFailuresAndGoesOn(t *testing.T) {
 			t.Errorf("event %+v", e)
 		}
 	}
-	if n := len(b.took()); n != 3+6 { // 3 failed kills, 3 latencies set and removed
-		t.Fatalf("%d calls: %q", n, b.took())
+	if n := len(b.Took()); n != 3+6 { // 3 failed kills, 3 latencies set and removed
+		t.Fatalf("%d calls: %q", n, b.Took())
 	}
 }
 
@@ -152,10 +153,10 @@ func TestRunAgainstProcess(t *testing.T) {
 	} else if testenv.CI() {
 		t.Fatal("CI=true: libfaketime is not installed, and the clock skew of this plan would not run")
 	}
-	p, err := backend.NewPlan(3, 1500*time.Millisecond, kinds, 38, // a seed that draws 7 kinds
-		backend.WithMaxTTL(150*time.Millisecond),
-		backend.WithHold(100*time.Millisecond, 250*time.Millisecond),
-		backend.WithGap(30*time.Millisecond, 100*time.Millisecond))
+	p, err := schedule.NewPlan(3, 1500*time.Millisecond, kinds, 38, // a seed that draws 7 kinds
+		schedule.WithMaxTTL(150*time.Millisecond),
+		schedule.WithHold(100*time.Millisecond, 250*time.Millisecond),
+		schedule.WithGap(30*time.Millisecond, 100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,8 @@ func TestRunAgainstProcess(t *testing.T) {
 		})
 	}
 
-	var events []backend.FaultEvent
-	err = backend.Run(t.Context(), b, p, func(e backend.FaultEvent) { events = append(events, e) })
+	var events []schedule.FaultEvent
+	err = schedule.Run(t.Context(), b, p, func(e schedule.FaultEvent) { events = append(events, e) })
 	stop()
 	wg.Wait()
 	if err != nil {
@@ -270,13 +271,13 @@ func TestRunKeepsLimitsWhenUndoIsLate(t *testing.T) {
 			a := slowUndo{"a", make(chan struct{}), make(chan struct{}), l}
 			b := slowUndo{"b", make(chan struct{}), make(chan struct{}), l}
 			close(b.release)
-			p := backend.Plan{Duration: time.Hour, MaxDown: tc.maxDown, Steps: []backend.Step{
+			p := schedule.Plan{Duration: time.Hour, MaxDown: tc.maxDown, Steps: []schedule.Step{
 				{At: 0, For: time.Second, Node: 0, Fault: a},
 				{At: time.Second, For: time.Second, Node: tc.nodeB, Fault: b},
 				{At: time.Minute, For: time.Second, Node: 2, Fault: backend.Latency{Node: 2}},
 			}}
 			done := make(chan error, 1)
-			go func() { done <- backend.Run(t.Context(), &recBackend{n: 3}, p, nil, backend.WithClock(f)) }()
+			go func() { done <- schedule.Run(t.Context(), &backendtest.Recording{N: 3}, p, nil, schedule.WithClock(f)) }()
 			if err := f.BlockUntilContext(t.Context(), 2); err != nil { // a held, main loop waiting for b
 				t.Fatal(err)
 			}
@@ -317,15 +318,15 @@ func TestRunKeepsLimitsWhenUndoIsLate(t *testing.T) {
 // reach a majority even with MaxDown a minority; a partition waits for room.
 func TestRunLetsToleratedUpFaultsPastMaxDown(t *testing.T) {
 	f := clock.NewFake(time.Unix(0, 0))
-	b := &recBackend{n: 5}
-	p := backend.Plan{Duration: time.Hour, MaxDown: 1, Steps: []backend.Step{
+	b := &backendtest.Recording{N: 5}
+	p := schedule.Plan{Duration: time.Hour, MaxDown: 1, Steps: []schedule.Step{
 		{At: 0, For: time.Minute, Kind: fault.Partition, Node: 0, Fault: backend.Partition{Node: 0}},
 		{At: time.Second, For: time.Minute, Kind: fault.Latency, Node: 1, Fault: backend.Latency{Node: 1, D: time.Millisecond}},
-		{At: time.Second, For: time.Minute, Kind: fault.ClockDrift, Node: 2, Fault: backend.ClockSkew{Node: 2, Spec: backend.DriftSpec}},
+		{At: time.Second, For: time.Minute, Kind: fault.ClockDrift, Node: 2, Fault: backend.ClockSkew{Node: 2, Spec: schedule.DriftSpec}},
 		{At: time.Second, For: time.Minute, Kind: fault.Partition, Node: 3, Fault: backend.Partition{Node: 3}},
 	}}
 	done := make(chan error, 1)
-	go func() { done <- backend.Run(t.Context(), b, p, nil, backend.WithClock(f)) }()
+	go func() { done <- schedule.Run(t.Context(), b, p, nil, schedule.WithClock(f)) }()
 	if err := f.BlockUntilContext(t.Context(), 2); err != nil { // partition 0 held, main loop waiting
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestRunLetsToleratedUpFaultsPastMaxDown(t *testing.T) {
 		runtime.Gosched()
 	}
 	want := []string{"partition 0", "latency 1 1ms", `skew 2 "+0 x1.01"`}
-	got := b.took()
+	got := b.Took()
 	slices.Sort(got[1:])
 	if !slices.Equal(got, want) {
 		t.Fatalf("calls %q, want %q", got, want)
@@ -352,7 +353,7 @@ func TestRunLetsToleratedUpFaultsPastMaxDown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := b.took(); !slices.Contains(got, "partition 3") || slices.Index(got, "partition 3") < slices.Index(got, "heal 0") {
+	if got := b.Took(); !slices.Contains(got, "partition 3") || slices.Index(got, "partition 3") < slices.Index(got, "heal 0") {
 		t.Fatalf("partition 3 did not wait for node 0's heal: %q", got)
 	}
 }

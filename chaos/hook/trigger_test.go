@@ -1,4 +1,4 @@
-package backend_test
+package hook_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/hook"
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
 
@@ -36,7 +36,7 @@ func TestTriggerFiresOnScripts(t *testing.T) {
 	c := redistest.Client(t, redistest.Start(t))
 	ctx := t.Context()
 	var n names
-	tr := backend.NewTrigger(nil, n.fire, backend.Times(2))
+	tr := hook.NewTrigger(nil, n.fire, hook.Times(2))
 	c.AddHook(tr)
 
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -64,7 +64,7 @@ func TestTriggerPipelines(t *testing.T) {
 	c := redistest.Client(t, redistest.Start(t))
 	ctx := t.Context()
 	var n names
-	c.AddHook(backend.NewTrigger(nil, n.fire, backend.Times(10)))
+	c.AddHook(hook.NewTrigger(nil, n.fire, hook.Times(10)))
 
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, "a", "1", 0)
@@ -89,7 +89,7 @@ func TestTriggerPipelines(t *testing.T) {
 func TestTriggerCustomMatch(t *testing.T) {
 	c := redistest.Client(t, redistest.Start(t))
 	var n names
-	c.AddHook(backend.NewTrigger(func(cmd redis.Cmder) bool { return cmd.Name() == "incr" }, n.fire, backend.Times(3)))
+	c.AddHook(hook.NewTrigger(func(cmd redis.Cmder) bool { return cmd.Name() == "incr" }, n.fire, hook.Times(3)))
 	for range 5 {
 		if err := c.Incr(t.Context(), "n").Err(); err != nil {
 			t.Fatal(err)
@@ -109,11 +109,11 @@ func TestTriggerCustomMatch(t *testing.T) {
 func TestTriggerKillsDuringAcquire(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		opts       []backend.TriggerOption
+		opts       []hook.TriggerOption
 		scriptFail bool
 	}{
 		{"before send", nil, true},
-		{"after reply", []backend.TriggerOption{backend.AfterReply()}, false},
+		{"after reply", []hook.TriggerOption{hook.AfterReply()}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t, 1)
@@ -124,7 +124,7 @@ func TestTriggerKillsDuringAcquire(t *testing.T) {
 				t.Fatal(err)
 			}
 			var killErr error
-			tr := backend.NewTrigger(nil, func(ctx context.Context, _ redis.Cmder) {
+			tr := hook.NewTrigger(nil, func(ctx context.Context, _ redis.Cmder) {
 				killErr = b.Kill(context.WithoutCancel(ctx), 0)
 			}, tc.opts...)
 			c.AddHook(tr)
@@ -161,7 +161,7 @@ func TestIsScript(t *testing.T) {
 		{redis.NewCmd(ctx, "SET", "k", "v"), false},
 		{redis.NewCmd(ctx, "SCRIPT", "LOAD", "return 1"), false},
 	} {
-		if got := backend.IsScript(tc.cmd); got != tc.want {
+		if got := hook.IsScript(tc.cmd); got != tc.want {
 			t.Errorf("IsScript(%v) = %v, want %v", tc.cmd.Args(), got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package backend_test
+package schedule_test
 
 import (
 	"errors"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 )
 
 func TestPlanIsDeterministic(t *testing.T) {
-	mk := func(seed uint64) backend.Plan {
-		p, err := backend.NewPlan(5, 20*time.Second, backend.Kinds(), seed, backend.WithMaxTTL(time.Second))
+	mk := func(seed uint64) schedule.Plan {
+		p, err := schedule.NewPlan(5, 20*time.Second, backend.Kinds(), seed, schedule.WithMaxTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +33,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 }
 
 // checkPlan verifies the invariants every plan keeps.
-func checkPlan(t *testing.T, p backend.Plan, nodes int, kinds []fault.Kind, maxTTL time.Duration) (peak int) {
+func checkPlan(t *testing.T, p schedule.Plan, nodes int, kinds []fault.Kind, maxTTL time.Duration) (peak int) {
 	t.Helper()
 	for i, s := range p.Steps {
 		if i > 0 && s.At < p.Steps[i-1].At {
@@ -87,13 +88,13 @@ func TestPlanNeverExceedsMaxDown(t *testing.T) {
 		{"5 nodes max 4", 5, 4, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []backend.PlanOption{backend.WithMaxTTL(maxTTL), backend.WithGap(50*time.Millisecond, 300*time.Millisecond)}
+			opts := []schedule.PlanOption{schedule.WithMaxTTL(maxTTL), schedule.WithGap(50*time.Millisecond, 300*time.Millisecond)}
 			if tc.maxDown > 0 {
-				opts = append(opts, backend.WithMaxDown(tc.maxDown))
+				opts = append(opts, schedule.WithMaxDown(tc.maxDown))
 			}
 			peak := 0
 			for seed := range uint64(200) {
-				p, err := backend.NewPlan(tc.nodes, 15*time.Second, backend.Kinds(), seed, opts...)
+				p, err := schedule.NewPlan(tc.nodes, 15*time.Second, backend.Kinds(), seed, opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -111,9 +112,9 @@ func TestPlanNeverExceedsMaxDown(t *testing.T) {
 
 func TestPlanOptions(t *testing.T) {
 	kinds := []fault.Kind{fault.Latency, fault.ClockSkew}
-	p, err := backend.NewPlan(3, 10*time.Second, kinds, 7,
-		backend.WithLatency(123*time.Millisecond), backend.WithClockSkews("+5s"),
-		backend.WithHold(time.Second, time.Second))
+	p, err := schedule.NewPlan(3, 10*time.Second, kinds, 7,
+		schedule.WithLatency(123*time.Millisecond), schedule.WithClockSkews("+5s"),
+		schedule.WithHold(time.Second, time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestPlanOptions(t *testing.T) {
 
 func TestPlanWithoutRoomHasNoSteps(t *testing.T) {
 	for _, nodes := range []int{1, 2} { // a minority of 1 or 2 nodes is 0
-		p, err := backend.NewPlan(nodes, 10*time.Second, []fault.Kind{fault.Kill}, 1)
+		p, err := schedule.NewPlan(nodes, 10*time.Second, []fault.Kind{fault.Kill}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,23 +157,23 @@ func TestPlanBadArguments(t *testing.T) {
 		nodes int
 		d     time.Duration
 		kinds []fault.Kind
-		opts  []backend.PlanOption
+		opts  []schedule.PlanOption
 	}{
 		{"no nodes", 0, time.Second, all[:1], nil},
 		{"no duration", 3, 0, all[:1], nil},
 		{"no kinds", 3, time.Second, nil, nil},
 		{"unknown kind", 3, time.Second, []fault.Kind{"flood"}, nil},
 		{"delayed restart without max TTL", 3, time.Second, []fault.Kind{fault.DelayedRestart}, nil},
-		{"max down above nodes", 3, time.Second, all[:1], []backend.PlanOption{backend.WithMaxDown(4)}},
-		{"negative max down", 3, time.Second, all[:1], []backend.PlanOption{backend.WithMaxDown(-1)}},
-		{"hold range reversed", 3, time.Second, all[:1], []backend.PlanOption{backend.WithHold(2*time.Second, time.Second)}},
-		{"zero gap", 3, time.Second, all[:1], []backend.PlanOption{backend.WithGap(0, time.Second)}},
-		{"negative latency", 3, time.Second, all[:1], []backend.PlanOption{backend.WithLatency(-time.Second)}},
-		{"no skews", 3, time.Second, []fault.Kind{fault.ClockSkew}, []backend.PlanOption{backend.WithClockSkews()}},
-		{"bad skew", 3, time.Second, []fault.Kind{fault.ClockSkew}, []backend.PlanOption{backend.WithClockSkews("soon")}},
+		{"max down above nodes", 3, time.Second, all[:1], []schedule.PlanOption{schedule.WithMaxDown(4)}},
+		{"negative max down", 3, time.Second, all[:1], []schedule.PlanOption{schedule.WithMaxDown(-1)}},
+		{"hold range reversed", 3, time.Second, all[:1], []schedule.PlanOption{schedule.WithHold(2*time.Second, time.Second)}},
+		{"zero gap", 3, time.Second, all[:1], []schedule.PlanOption{schedule.WithGap(0, time.Second)}},
+		{"negative latency", 3, time.Second, all[:1], []schedule.PlanOption{schedule.WithLatency(-time.Second)}},
+		{"no skews", 3, time.Second, []fault.Kind{fault.ClockSkew}, []schedule.PlanOption{schedule.WithClockSkews()}},
+		{"bad skew", 3, time.Second, []fault.Kind{fault.ClockSkew}, []schedule.PlanOption{schedule.WithClockSkews("soon")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := backend.NewPlan(tc.nodes, tc.d, tc.kinds, 1, tc.opts...); !errors.Is(err, backend.ErrInvalidPlan) {
+			if _, err := schedule.NewPlan(tc.nodes, tc.d, tc.kinds, 1, tc.opts...); !errors.Is(err, schedule.ErrInvalidPlan) {
 				t.Fatalf("err = %v, want ErrInvalidPlan", err)
 			}
 		})

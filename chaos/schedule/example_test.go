@@ -1,4 +1,4 @@
-package backend_test
+package schedule_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/process"
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/schedule"
 )
 
 // A chaos run on three local nodes: draw a plan from a seed, run it while a
@@ -36,11 +38,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	plan, err := backend.NewPlan(len(b.Nodes()), 10*time.Second, kinds, 42)
+	plan, err := schedule.NewPlan(len(b.Nodes()), 10*time.Second, kinds, 42)
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = backend.Run(ctx, b, plan, func(e backend.FaultEvent) {
+	err = schedule.Run(ctx, b, plan, func(e schedule.FaultEvent) {
 		fmt.Printf("%v for %v (err: %v)\n", e.Fault, e.End.Sub(e.Start).Round(time.Millisecond), e.Err)
 	})
 	if err != nil {
@@ -51,7 +53,7 @@ func Example() {
 // The same seed always gives the same plan.
 func ExampleNewPlan() {
 	kinds := []fault.Kind{fault.Kill, fault.Partition, fault.Latency}
-	plan, err := backend.NewPlan(5, 4*time.Second, kinds, 7)
+	plan, err := schedule.NewPlan(5, 4*time.Second, kinds, 7)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func ExampleNewTrigger() {
 
 	node0 := redis.NewClient(&redis.Options{Addr: b.Nodes()[0].Addr()})
 	defer node0.Close()
-	node0.AddHook(backend.NewTrigger(backend.IsScript, func(ctx context.Context, _ redis.Cmder) {
+	node0.AddHook(hook.NewTrigger(hook.IsScript, func(ctx context.Context, _ redis.Cmder) {
 		if err := b.Kill(ctx, 2); err != nil {
 			log.Print(err)
 		}

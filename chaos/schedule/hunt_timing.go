@@ -1,8 +1,9 @@
-package backend
+package schedule
 
 import (
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
 
@@ -32,7 +33,7 @@ func (h *hunt) slowMajority(at time.Duration) ([]Step, []Window, time.Duration) 
 	for range 4 {
 		on := h.ttl / 2
 		for _, n := range slow {
-			steps = append(steps, Step{At: at, For: on, Kind: fault.Latency, Node: n, Fault: Latency{Node: n, D: d}})
+			steps = append(steps, Step{At: at, For: on, Kind: fault.Latency, Node: n, Fault: backend.Latency{Node: n, D: d}})
 		}
 		at += on + h.between(11*h.ttl/10, 5*h.ttl/4)
 	}
@@ -53,7 +54,7 @@ func (h *hunt) driftingMajority(at time.Duration) ([]Step, []Window, time.Durati
 	for i, n := range drifting {
 		start := at + time.Duration(i)*h.ttl/4
 		steps = append(steps, Step{At: start, For: end - start, Kind: fault.ClockDrift, Node: n,
-			Fault: ClockSkew{Node: n, Spec: DriftSpec}})
+			Fault: backend.ClockSkew{Node: n, Spec: DriftSpec}})
 	}
 	return steps, nil, end
 }

@@ -1,4 +1,4 @@
-package backend
+package schedule
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
@@ -146,7 +147,7 @@ func (h *hunt) overlappingMajorities(at time.Duration) ([]Step, []Window, time.D
 	var heals Window
 	for i, v := range views {
 		for _, n := range v.cut {
-			steps = append(steps, Step{At: at, For: v.d, Kind: fault.Partition, Node: n, Fault: Partition{Node: n}})
+			steps = append(steps, Step{At: at, For: v.d, Kind: fault.Partition, Node: n, Fault: backend.Partition{Node: n}})
 		}
 		if i == 1 {
 			heals = Window{At: at, Kind: fault.DropHeal}
@@ -163,7 +164,7 @@ func (h *hunt) amnesiaRotation(at time.Duration) ([]Step, []Window, time.Duratio
 	var steps []Step
 	for _, n := range h.perm()[:h.nodes/2+1] {
 		gap := h.between(h.ttl/2, h.ttl)
-		steps = append(steps, Step{At: at, For: gap, Kind: fault.RestartWithoutData, Node: n, Fault: Restart{Node: n}})
+		steps = append(steps, Step{At: at, For: gap, Kind: fault.RestartWithoutData, Node: n, Fault: backend.Restart{Node: n}})
 		at += gap
 	}
 	return steps, nil, at
@@ -175,7 +176,7 @@ func (h *hunt) lostReplies(at time.Duration) ([]Step, []Window, time.Duration) {
 	var steps []Step
 	for _, n := range h.perm()[:2] {
 		d := h.between(h.ttl/2, h.ttl)
-		steps = append(steps, Step{At: at, For: d, Kind: fault.LoseReplies, Node: n, Fault: LoseReplies{Node: n}})
+		steps = append(steps, Step{At: at, For: d, Kind: fault.LoseReplies, Node: n, Fault: backend.LoseReplies{Node: n}})
 		at += d
 	}
 	return steps, nil, at
@@ -188,8 +189,8 @@ func (h *hunt) restarts(at time.Duration) ([]Step, []Window, time.Duration) {
 	gap := h.between(h.ttl/2, h.ttl)
 	down := h.between(h.ttl/2, h.ttl)
 	steps := []Step{
-		{At: at, For: gap, Kind: fault.Restart, Node: order[0], Fault: Restart{Node: order[0], WithData: true}},
-		{At: at + gap, For: down, Kind: fault.Kill, Node: order[1], Fault: Kill{Node: order[1]}},
+		{At: at, For: gap, Kind: fault.Restart, Node: order[0], Fault: backend.Restart{Node: order[0], WithData: true}},
+		{At: at + gap, For: down, Kind: fault.Kill, Node: order[1], Fault: backend.Kill{Node: order[1]}},
 	}
 	return steps, nil, at + gap + down
 }
@@ -200,7 +201,7 @@ func (h *hunt) clockJumps(at time.Duration) ([]Step, []Window, time.Duration) {
 	var steps []Step
 	for _, spec := range h.skews[:2] {
 		d := h.between(h.ttl, 2*h.ttl)
-		steps = append(steps, Step{At: at, For: d, Kind: fault.ClockSkew, Node: n, Fault: ClockSkew{Node: n, Spec: spec}})
+		steps = append(steps, Step{At: at, For: d, Kind: fault.ClockSkew, Node: n, Fault: backend.ClockSkew{Node: n, Spec: spec}})
 		at += d
 	}
 	return steps, nil, at
@@ -228,7 +229,7 @@ func (h *hunt) lateHeals(at time.Duration) ([]Step, []Window, time.Duration) {
 	var steps []Step
 	cut := func(nodes []int, d time.Duration) {
 		for _, n := range nodes {
-			steps = append(steps, Step{At: at, For: d, Kind: fault.Partition, Node: n, Fault: Partition{Node: n}})
+			steps = append(steps, Step{At: at, For: d, Kind: fault.Partition, Node: n, Fault: backend.Partition{Node: n}})
 		}
 		at += d
 	}

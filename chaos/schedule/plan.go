@@ -1,4 +1,4 @@
-package backend
+package schedule
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
@@ -16,7 +17,7 @@ type Step struct {
 	For   time.Duration // how long to hold it before undo; for a fault with no undo, how long the node stays reserved
 	Kind  fault.Kind
 	Node  int
-	Fault Fault
+	Fault backend.Fault
 }
 
 // Plan is a fault schedule: what Run executes. NewPlan draws one; a Plan
@@ -88,7 +89,7 @@ func WithClockSkews(specs ...string) PlanOption {
 }
 
 // ErrInvalidPlan is wrapped by NewPlan's errors for bad arguments.
-var ErrInvalidPlan = errors.New("backend: invalid plan")
+var ErrInvalidPlan = errors.New("schedule: invalid plan")
 
 // NewPlan draws a fault schedule for nodes nodes over duration, from kinds,
 // seeded by seed: the same arguments give the same Plan. Faults start at
@@ -167,7 +168,7 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind
 				}
 			}
 		default:
-			return fmt.Errorf("%w: %q is not a kind a plan injects (want one of %s)", ErrInvalidPlan, k, fault.Join(Kinds()))
+			return fmt.Errorf("%w: %q is not a kind a plan injects (want one of %s)", ErrInvalidPlan, k, fault.Join(backend.Kinds()))
 		}
 	}
 	return nil
@@ -185,26 +186,26 @@ func (c *planConfig) hold(r *rand.Rand, kind fault.Kind) time.Duration {
 	return between(r, c.holdMin, c.holdMax)
 }
 
-func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time.Duration) Fault {
+func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time.Duration) backend.Fault {
 	switch kind {
 	case fault.Kill:
-		return Kill{Node: node}
+		return backend.Kill{Node: node}
 	case fault.Restart:
-		return Restart{Node: node, WithData: true}
+		return backend.Restart{Node: node, WithData: true}
 	case fault.RestartWithoutData:
-		return Restart{Node: node}
+		return backend.Restart{Node: node}
 	case fault.DelayedRestart:
-		return DelayedRestart{Node: node, Down: hold}
+		return backend.DelayedRestart{Node: node, Down: hold}
 	case fault.Pause:
-		return Pause{Node: node}
+		return backend.Pause{Node: node}
 	case fault.Partition:
-		return Partition{Node: node}
+		return backend.Partition{Node: node}
 	case fault.LoseReplies:
-		return LoseReplies{Node: node}
+		return backend.LoseReplies{Node: node}
 	case fault.Latency:
-		return Latency{Node: node, D: c.latency}
+		return backend.Latency{Node: node, D: c.latency}
 	case fault.ClockSkew:
-		return ClockSkew{Node: node, Spec: c.skews[r.IntN(len(c.skews))]}
+		return backend.ClockSkew{Node: node, Spec: c.skews[r.IntN(len(c.skews))]}
 	}
 	panic("backend: fault kind not checked: " + string(kind))
 }

@@ -127,7 +127,7 @@ type Violation struct {
 	// Since is the earliest invocation among the ops involved. Faults active
 	// in [Since, End], or ended less than the aftermath before Since, are
 	// blamed; client faults only when they hit a client involved.
-	Since    time.Duration
+	Since time.Duration
 	// Nodes, when not nil, are the nodes the violation is about: only
 	// node faults on them are blamed (see onNodes).
 	Nodes    []int

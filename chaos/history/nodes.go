@@ -256,7 +256,7 @@ func leftoverGrants(h History, allowance time.Duration) []Violation {
 		value string
 		node  int
 	}
-	settled := map[ck]Op{}           // the client's latest failed acquire or release of the key, so far
+	settled := map[ck]Op{}               // the client's latest failed acquire or release of the key, so far
 	released := map[ck]map[string]bool{} // values of the client's holds whose release returned
 	var (
 		probes []Op

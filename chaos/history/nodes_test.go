@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"os"
 	"path/filepath"
 	"testing"
@@ -223,6 +224,10 @@ func TestNodeGuarantees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var again bytes.Buffer
+			if err := WriteJSONL(&again, h); err != nil || !bytes.Equal(again.Bytes(), data) {
+				t.Errorf("read and written again, %s differs (%v)", path, err)
+			}
 			res := Check(h, CheckOptions{ReleaseAllowance: simAllowance})
 			if res.Verdict != sc.verdict || res.Found != sc.found || res.Expected != sc.expect {
 				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v\n%v",
@@ -233,5 +238,41 @@ func TestNodeGuarantees(t *testing.T) {
 				t.Errorf("%d leftover grants judged with no allowance", n)
 			}
 		})
+	}
+}
+
+// TestProbeLineErrors checks that a probe line that breaks the format is
+// refused, naming the field.
+func TestProbeLineErrors(t *testing.T) {
+	const acq = `{"kind":"acquire","client":0,"key":"k","invoke_ns":0,"complete_ns":5,"outcome":"ok","token":1,"value":"v"}` + "\n"
+	for _, tc := range []struct{ line, field string }{
+		{`{"kind":"probe","client":0,"key":"k","invoke_ns":6,"complete_ns":7,"outcome":"ok"}`, "node"},
+		{`{"kind":"probe","client":0,"key":"k","node":-1,"invoke_ns":6,"complete_ns":7,"outcome":"ok"}`, "node"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","pttl_ns":5}`, "pttl_ns"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","value":"v","pttl_ns":0}`, "pttl_ns"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"failed","value":"v"}`, "value"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","value":""}`, "value"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","own":true}`, "own"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","value":"v","own":1}`, "own"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"lost"}`, "outcome"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","token":2}`, "token"},
+		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","entry":"e"}`, "entry"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			_, err := ReadJSONL(strings.NewReader(acq + tc.line + "\n"))
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 2 || le.Field != tc.field {
+				t.Fatalf("error %v; want line 2, field %q", err, tc.field)
+			}
+		})
+	}
+	// A good one names its hold, and keeps the value it found.
+	h, err := ReadJSONL(strings.NewReader(acq +
+		`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","token":1,"value":"w","pttl_ns":9}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := h.Ops[1]; p.Hold != 1 || p.Value != "w" || p.PTTL != 9 || p.Node != 1 {
+		t.Fatalf("probe read as %+v", p)
 	}
 }

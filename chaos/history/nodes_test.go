@@ -3,9 +3,9 @@ package history
 import (
 	"bytes"
 	"errors"
-	"strings"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 

@@ -11,7 +11,9 @@
 // one client for a key that others kept getting (starvation) and how fast keys
 // went from a release to the clients waiting for them (handover), and, when
 // asked (CheckOptions.OrderMargin), clients overtaken by one that began waiting
-// after them (order), for locks that serve waiters in order. The verdict has
+// after them (order), for locks that serve waiters in order, and, from probes
+// of the lock nodes, grants left behind, validity ends beyond what a quorum
+// of nodes holds and Unlock results the nodes contradict. The verdict has
 // three states: ok, violated (a violation no assumption-breaking fault explains)
 // and unknown (the history is empty, too short or incomplete, so nothing can be
 // claimed). Check never claims ok on a history it cannot read.

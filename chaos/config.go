@@ -214,7 +214,7 @@ func (c Config) CheckOptions() history.CheckOptions {
 	// within one node timeout, and its wait start is read on the client
 	// just before it; twice the node timeout leaves that time, and the
 	// scheduling of the client's goroutine, to enter the place on a quorum.
-	opts := history.CheckOptions{OrderMargin: 2 * c.NodeTimeout}
+	opts := history.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance()}
 	if c.Strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}

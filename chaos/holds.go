@@ -136,6 +136,7 @@ func (c *client) extend(ctx context.Context, l *redlock.Lock, h history.Hold) bo
 	switch {
 	case err == nil:
 		e.OK(l.Until().Sub(c.clk.Now()))
+		c.probeHold(h)
 		return true
 	case errors.Is(err, redlock.ErrLockLost):
 		e.LockLost()
@@ -162,6 +163,7 @@ func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h history.Hold
 		}
 		if u := l.Until(); u.After(seen) {
 			c.rec.Extend(h).OK(u.Sub(c.clk.Now()))
+			c.probeHold(h)
 			seen = u
 		}
 		c.writeIfValid(octx, l, h, res)

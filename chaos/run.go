@@ -91,6 +91,11 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 				c.close()
 			}
 		}()
+		probe := newProber(b, cfg)
+		defer probe.close()
+		for _, c := range clients {
+			c.probe = probe
+		}
 		arm = func(kind fault.Kind, i int) {
 			switch kind {
 			case fault.ClientPause:

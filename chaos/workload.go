@@ -63,6 +63,10 @@ type client struct {
 	lateNext  atomic.Bool // late-write: write again once the hold is over
 	writes    int
 
+	probe   *prober        // nil: the nodes are not probed (probe.go)
+	probing sync.WaitGroup // probes made in the background
+	lockID  string         // the end of every hold value of rl, once a hold showed it (see ownBefore)
+
 	// pause stops the client past the validity of l, in its critical section,
 	// and records the fault: sleepPastValidity, unless the client runs in a
 	// process of its own (procchild.go).
@@ -121,6 +125,7 @@ func (c *client) close() {
 // loop runs holds until ctx ends. Each operation that started is completed
 // in the history, even when ctx ends in the middle of a hold.
 func (c *client) loop(ctx context.Context) {
+	defer c.probing.Wait()
 	for ctx.Err() == nil {
 		if c.cfg.hunt() {
 			c.huntOnce(ctx)
@@ -166,9 +171,13 @@ func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOp
 	cancel()
 	if err != nil {
 		a.Fail(err)
+		c.probeAfterFailure(ctx, key, c.clk.Now())
 		return nil, history.Hold{}, false
 	}
-	return l, a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now())), true
+	h := a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()))
+	c.lockID = l.Value()[max(len(l.Value())-8, 0):]
+	c.probeHold(h)
+	return l, h, true
 }
 
 // write appends a fresh entry to resource with h's token, and records it.
@@ -192,6 +201,7 @@ func (c *client) write(ctx context.Context, h history.Hold, res string) {
 // unlock releases l and records it.
 func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
 	r := c.rec.Release(h)
+	at := c.clk.Now()
 	uctx, ucancel := context.WithTimeout(ctx, c.cfg.TTL)
 	err := l.Unlock(uctx)
 	ucancel()
@@ -203,6 +213,7 @@ func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
 	default:
 		r.Fail(err)
 	}
+	c.probeAfterRelease(ctx, h, at)
 }
 
 // sleepPastValidity is a GC pause: the client stops well past the validity

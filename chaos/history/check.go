@@ -23,8 +23,9 @@ const (
 type Property string
 
 // The properties: six safety properties, three of liveness (see Liveness,
-// Starvation and Handover) and one of order, judged only on request (see
-// CheckOptions.OrderMargin).
+// Starvation and Handover), one of order, judged only on request (see
+// CheckOptions.OrderMargin), and three node guarantees, judged from the
+// probes a history has (see nodes.go).
 const (
 	MutualExclusion     Property = "mutual_exclusion"
 	FencingOrder        Property = "fencing_order"
@@ -39,6 +40,10 @@ const (
 	LivenessStarvation Property = "starvation" // a client that waited too long for a key others kept getting
 	SlowHandover       Property = "handover"   // a key handed on from a release to its waiters too slowly
 	Order              Property = "order"      // a client overtaken by one that began waiting after it
+	// The node guarantees, judged from probes of the nodes (see nodes.go).
+	LeftoverGrant     Property = "leftover_grant"      // a node still held what a settled call left there, past the release allowance
+	UntilBeyondQuorum Property = "until_beyond_quorum" // Until later than what a quorum of nodes still held
+	UnlockResult      Property = "unlock_result"       // Unlock said released while a quorum held, or lost while a quorum held
 )
 
 // NoFault is the ByFault key of violations with no fault active around them.
@@ -56,12 +61,16 @@ type Counts struct {
 	Starvation          int `json:"starvation"`
 	Handover            int `json:"handover"`
 	Order               int `json:"order"`
+	LeftoverGrant       int `json:"leftover_grant"`
+	UntilBeyondQuorum   int `json:"until_beyond_quorum"`
+	UnlockResult        int `json:"unlock_result"`
 }
 
 // Total is the sum over all properties.
 func (c Counts) Total() int {
 	return c.MutualExclusion + c.FencingOrder + c.DuplicateTokens + c.StaleWritesAccepted + c.LostWrites +
-		c.ResurrectedHolds + c.Liveness + c.Starvation + c.Handover + c.Order
+		c.ResurrectedHolds + c.Liveness + c.Starvation + c.Handover + c.Order +
+		c.LeftoverGrant + c.UntilBeyondQuorum + c.UnlockResult
 }
 
 // Get returns the count of p.
@@ -89,13 +98,20 @@ func (c *Counts) field(p Property) *int {
 		return &c.Handover
 	case Order:
 		return &c.Order
+	case LeftoverGrant:
+		return &c.LeftoverGrant
+	case UntilBeyondQuorum:
+		return &c.UntilBeyondQuorum
+	case UnlockResult:
+		return &c.UnlockResult
 	}
 	panic("history: unknown property " + string(p))
 }
 
 // Properties lists the properties in report order.
 func Properties() []Property {
-	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall, LivenessStarvation, SlowHandover, Order}
+	return []Property{MutualExclusion, FencingOrder, DuplicateTokens, StaleWritesAccepted, LostWrites, ResurrectedHold, LivenessStall, LivenessStarvation, SlowHandover, Order,
+		LeftoverGrant, UntilBeyondQuorum, UnlockResult}
 }
 
 // Violation is one breach of a property.
@@ -111,7 +127,10 @@ type Violation struct {
 	// Since is the earliest invocation among the ops involved. Faults active
 	// in [Since, End], or ended less than the aftermath before Since, are
 	// blamed; client faults only when they hit a client involved.
-	Since    time.Duration
+	Since time.Duration
+	// Nodes, when not nil, are the nodes the violation is about: only
+	// node faults on them are blamed (see onNodes).
+	Nodes    []int
 	Faults   []fault.Kind // kinds blamed, sorted; empty when none
 	Expected bool         // a blamed kind breaks an assumption this property rests on
 	Detail   string
@@ -157,6 +176,12 @@ type CheckOptions struct {
 	// Default 0: not judged, since most locks promise no order among
 	// waiters.
 	OrderMargin time.Duration
+	// ReleaseAllowance is how long after a failed acquire or an Unlock
+	// returned a node may still hold what the call left there before it is
+	// a leftover grant (see LeftoverGrant). Default 0: not judged, since it
+	// rests on the lock's node timeout, which a history does not carry; the
+	// chaos harness derives it from its own (Config.CheckOptions).
+	ReleaseAllowance time.Duration
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
 	MinAcquisitions int
@@ -169,6 +194,12 @@ type CheckOptions struct {
 // nodes keeping their fence counters (every kind that LosesData, the delayed
 // restart included); a resurrected hold rests on no assumption at all (see
 // resurrectedHolds), and is excused, to be safe, under the same kinds.
+// The node guarantees are excused only by faults on the nodes a violation
+// is about (nodeExpected): a leftover grant by any fault of its node, which
+// may hold the release back, or a slow clock of its client; Until beyond a
+// quorum by a node that lost its data or whose clock jumped; an Unlock's
+// result by those, and by a node clock's allowed drift, which makes its
+// PTTL overstate how long the key stays.
 func DefaultExpected() map[Property][]fault.Kind {
 	var losers []fault.Kind
 	for _, k := range fault.Kinds() {
@@ -204,6 +235,10 @@ func DefaultExpected() map[Property][]fault.Kind {
 		// in), and on the waiters' clocks and pace: any node fault, and
 		// any assumption-breaking one.
 		Order: orderBreaking(),
+		// The node guarantees: see nodeExpected.
+		LeftoverGrant:     nodeExpected(LeftoverGrant),
+		UntilBeyondQuorum: nodeExpected(UntilBeyondQuorum),
+		UnlockResult:      nodeExpected(UnlockResult),
 	}
 }
 
@@ -303,6 +338,7 @@ func Check(h History, opts CheckOptions) Result {
 	if opts.OrderMargin > 0 {
 		vs = append(vs, order(h, spans, opts.OrderMargin)...)
 	}
+	vs = append(vs, nodeGuarantees(h, opts.ReleaseAllowance)...)
 	blame(vs, all, opts.Aftermath, opts.Expected)
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
@@ -392,7 +428,7 @@ func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected
 		if v.Property == SlowHandover {
 			after = 0 // a fault over before a handover does not slow it (see Handover)
 		}
-		v.Faults = blamed(faults, v.Since, v.End, after, v.Clients)
+		v.Faults = blamed(onNodes(faults, v.Nodes), v.Since, v.End, after, v.Clients)
 		for _, k := range v.Faults {
 			if slices.Contains(expected[v.Property], k) {
 				v.Expected = true

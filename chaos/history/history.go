@@ -11,7 +11,9 @@
 // one client for a key that others kept getting (starvation) and how fast keys
 // went from a release to the clients waiting for them (handover), and, when
 // asked (CheckOptions.OrderMargin), clients overtaken by one that began waiting
-// after them (order), for locks that serve waiters in order. The verdict has
+// after them (order), for locks that serve waiters in order, and, from probes
+// of the lock nodes, grants left behind, validity ends beyond what a quorum
+// of nodes holds and Unlock results the nodes contradict. The verdict has
 // three states: ok, violated (a violation no assumption-breaking fault explains)
 // and unknown (the history is empty, too short or incomplete, so nothing can be
 // claimed). Check never claims ok on a history it cannot read.
@@ -45,6 +47,13 @@ const (
 	// it ended (node restarted, resumed, healed, skew removed). A fault that
 	// never ended lasts until the end of the history.
 	KindFault Kind = "fault"
+	// KindProbe is a read of one lock node's state for Key, made by the
+	// harness beside the lock (see nodes.go): Node is the node, Value the
+	// value the key had there ("" when there was no key) and PTTL its time
+	// to live. A probe that names a hold (Hold) was made for that hold;
+	// one that names none, after Client's acquire failed. Outcome Failed:
+	// the node did not answer, and the probe proves nothing.
+	KindProbe Kind = "probe"
 )
 
 // Outcome is how an operation completed. The empty Outcome means the
@@ -90,6 +99,14 @@ type Op struct {
 	Node  int        `json:"node,omitempty"`
 
 	Err string `json:"err,omitempty"`
+
+	// PTTL is, for a probe that found a key, its time to live as the node
+	// said (PTTL); zero when the node gave none.
+	PTTL time.Duration `json:"pttl_ns,omitempty"`
+	// Own is, for a probe, that the value found is one Client's lock made
+	// for a call that ended before the probe (see nodes.go): a grant the
+	// client no longer has a right to.
+	Own bool `json:"own,omitempty"`
 }
 
 // History is what a run did. It is plain data, kept in files in the JSON

@@ -19,6 +19,7 @@ import (
 //
 //	acquire, extend, release, write, lost   an operation of a client on a lock key
 //	fault                                   a fault interval, on a node or a client
+//	probe                                   a read of one lock node's state for a key
 //	store                                   the final contents of a store resource
 //	run                                     the node count, the start and the end
 //
@@ -52,6 +53,8 @@ type Line struct {
 	Nodes      int      `json:"nodes,omitempty"`
 	Start      *int64   `json:"start_ns,omitempty"`
 	End        *int64   `json:"end_ns,omitempty"`
+	PTTL       *int64   `json:"pttl_ns,omitempty"` // probe: the key's time to live; nil when no key, or none given
+	Own        bool     `json:"own,omitempty"`     // probe: see Op.Own
 }
 
 // The kinds of lines beyond the Kinds of operations.
@@ -118,6 +121,8 @@ func opLine(h History, op Op) Line {
 		l.ValidUntil = &v
 	}
 	switch {
+	case op.Kind == KindProbe:
+		probeLine(h, op, &l)
 	case op.Kind == KindFault && !op.Fault.ClientSide():
 		n := op.Node
 		l.Fault, l.Node = string(op.Fault), &n

@@ -157,7 +157,10 @@ func (p *parser) link(h *History) error {
 				hk := holder{op.Client, op.Key, op.Token}
 				acquires[hk] = append(acquires[hk], op)
 			}
-		case KindExtend, KindRelease, KindWrite, KindLost:
+		case KindExtend, KindRelease, KindWrite, KindLost, KindProbe:
+			if op.Kind == KindProbe && op.Token == 0 {
+				break // a probe after a failed acquire names no hold
+			}
 			var hold *Op
 			for i, a := range acquires[holder{op.Client, op.Key, op.Token}] {
 				if a.Complete <= op.Invoke && (hold == nil || a.Complete >= hold.Complete) {
@@ -170,7 +173,7 @@ func (p *parser) link(h *History) error {
 					op.Key, l.client, op.Token, op.Kind)}
 			}
 			op.Hold = hold.ID
-			if op.Value == "" {
+			if op.Value == "" && op.Kind != KindProbe { // a probe's value is the one it found
 				op.Value = hold.Value
 			}
 		}

@@ -142,6 +142,7 @@ var allowed = map[string][]string{
 	string(KindFault):   {"fault", "node", "client", "invoke_ns", "complete_ns", "outcome", "err"},
 	LineStore:           {"resource", "entries"},
 	LineRun:             {"nodes", "start_ns", "end_ns"},
+	string(KindProbe):   probeFields,
 }
 
 // outcomes lists the outcomes each kind of line may have; absent means the
@@ -153,6 +154,7 @@ var outcomes = map[string][]Outcome{
 	string(KindWrite):   {OK, Failed, Rejected},
 	string(KindLost):    {OK},
 	string(KindFault):   {OK, Failed},
+	string(KindProbe):   {OK, Failed},
 }
 
 func (p *parser) line(n int, raw []byte) error {
@@ -166,7 +168,7 @@ func (p *parser) line(n int, raw []byte) error {
 	}
 	names, ok := allowed[kind]
 	if !ok {
-		return f.err("kind", "unknown kind %q (want acquire, extend, release, write, lost, fault, store or run)", kind)
+		return f.err("kind", "unknown kind %q (want acquire, extend, release, write, lost, fault, probe, store or run)", kind)
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.m)) {
 		if name != "kind" && !slices.Contains(names, name) {
@@ -183,9 +185,12 @@ func (p *parser) line(n int, raw []byte) error {
 	if err := l.common(f); err != nil {
 		return err
 	}
-	if kind == string(KindFault) {
+	switch kind {
+	case string(KindFault):
 		err = l.fault(f)
-	} else {
+	case string(KindProbe):
+		err = l.probe(f)
+	default:
 		err = l.operation(f)
 	}
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 const checkHeader = `Usage:
   fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D]
-                   [--handover-threshold D] [--order-margin D] [--json FILE] [--html FILE] FILE
+                   [--handover-threshold D] [--order-margin D] [--release-allowance D] [--json FILE] [--html FILE] FILE
 
 Checks a history of lock operations recorded by any system — one JSON object
 per line (JSON Lines): acquire, extend, release, write and lost operations of
@@ -28,8 +28,10 @@ tokens, stale writes accepted, lost writes (when the final store contents are
 given), liveness and starvation (when the node count is given), and how fast
 keys pass from a release to their waiters (handover), and, with --order-margin,
 clients overtaken by one that began waiting after them (order: for locks that
-serve waiters in the order they began); the same text summary, JSON report and
-HTML timeline.
+serve waiters in the order they began), and from probe lines (reads of the
+lock nodes) the node guarantees: Until within what a quorum of nodes holds,
+Unlock's result, and, with --release-allowance, grants left behind; the same
+text summary, JSON report and HTML timeline.
 `
 
 const checkFooter = `Exit status:
@@ -52,6 +54,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"keys may take a median `D` from a release to the next acquire while others wait (default: derived from the history)")
 	margin := fs.Duration("order-margin", 0,
 		"judge order: a client that began waiting more than `D` after another, while the key was held, must not get it first (default 0: not judged)")
+	allowance := fs.Duration("release-allowance", 0,
+		"judge leftover grants: `D` after a failed acquire or a release returned, probes must not find what it left on a node (default 0: not judged)")
 	jsonPath := fs.String("json", "", "write the JSON report to `FILE`")
 	htmlPath := fs.String("html", "", "write the HTML timeline to `FILE`")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
@@ -70,6 +74,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--handover-threshold must not be negative")
 	case *margin < 0:
 		return cmd.fail(stderr, "--order-margin must not be negative")
+	case *allowance < 0:
+		return cmd.fail(stderr, "--release-allowance must not be negative")
 	}
 	h, err := readHistory(fs.Arg(0))
 	if err != nil {
@@ -79,7 +85,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *nodes > 0 {
 		h.Nodes = *nodes
 	}
-	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin}
+	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin,
+		ReleaseAllowance: *allowance}
 	if *strict {
 		opts.Expected = map[history.Property][]fault.Kind{}
 	}

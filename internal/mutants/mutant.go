@@ -122,6 +122,25 @@ func List() []Mutant {
 			Description: "validity keeps no allowance for clock drift: it ends when the fastest node's key may already have expired",
 		},
 		{
+			Name: "failed-attempt-keeps-grants", File: "redlock/attempt.go",
+			Old: "\t\tcase r.granted:\n\t\t\twg.Go(func() {\n\t\t\t\tif _, err := a.release(r.node); err != nil {\n" +
+				"\t\t\t\t\ta.stepBack(r.node) // owed, and retried\n\t\t\t\t}\n\t\t\t})\n",
+			New:         "\t\tcase r.granted: // left to the TTL\n",
+			Description: "a failed attempt does not release the grants it got: they stay until their TTL",
+		},
+		{
+			Name: "extend-adds-to-until", File: "redlock/lock.go",
+			Old:         "\tl.setUntilLocked(until)\n\tl.mu.Unlock()\n\tc.cfg.observer.Extended(",
+			New:         "\tl.setUntilLocked(l.until.Add(until.Sub(start)))\n\tl.mu.Unlock()\n\tc.cfg.observer.Extended(",
+			Description: "a successful extend adds its validity to the current Until instead of counting it from its start: Until outlasts the nodes' keys",
+		},
+		{
+			Name: "unlock-lost-unless-all", File: "redlock/lock.go",
+			Old:         "\tcase oks >= c.quorum:\n\t\tc.cfg.observer.Released(",
+			New:         "\tcase oks == len(nodes):\n\t\tc.cfg.observer.Released(",
+			Description: "Unlock says released only when every node released before the quorum decided, and lost otherwise, while a quorum still held the hold",
+		},
+		{
 			Name: "guard-off-by-one", File: "fencing/scripts/fence.lua",
 			Old:         "if th < hh or (th == hh and tl < hl) then",
 			New:         "if th < hh or (th == hh and tl + 1 < hl) then",

@@ -158,7 +158,10 @@ func (c *client) once(ctx context.Context) {
 	}
 }
 
-// acquire calls Lock for key, bounded by twice the TTL, and records it.
+// acquire calls Lock for key, bounded by twice the TTL, and records it with
+// the nodes that granted it (indexes of the backend's nodes, the same the
+// faults name), so that the checker blames a node fault only on the holds
+// that node was part of.
 func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, history.Hold, bool) {
 	a := c.rec.Acquire(c.id, key)
 	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
@@ -168,7 +171,7 @@ func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOp
 		a.Fail(err)
 		return nil, history.Hold{}, false
 	}
-	return l, a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now())), true
+	return l, a.OKGranted(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()), l.Nodes()), true
 }
 
 // write appends a fresh entry to resource with h's token, and records it.

@@ -64,7 +64,7 @@ func TestBlameTwoHolds(t *testing.T) {
 		{name: "token: one of two shared nodes lost its data", ga: []int{0, 1, 2}, gb: []int{1, 2, 3},
 			faults: []faultAt{{fault.RestartWithoutData, 1, 22, 25}}, property: FencingOrder},
 		{name: "token: both shared nodes lost their data", ga: []int{0, 1, 2}, gb: []int{1, 2, 3},
-			faults: []faultAt{{fault.RestartWithoutData, 1, 22, 25}, {fault.RestartWithoutData, 2, 26, 28}},
+			faults:   []faultAt{{fault.RestartWithoutData, 1, 22, 25}, {fault.RestartWithoutData, 2, 26, 28}},
 			property: FencingOrder, expected: true},
 		{name: "token: nodes unknown, by time", faults: []faultAt{{fault.RestartWithoutData, 4, 22, 25}},
 			property: FencingOrder, expected: true},

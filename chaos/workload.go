@@ -163,7 +163,10 @@ func (c *client) once(ctx context.Context) {
 	}
 }
 
-// acquire calls Lock for key, bounded by twice the TTL, and records it.
+// acquire calls Lock for key, bounded by twice the TTL, and records it with
+// the nodes that granted it (indexes of the backend's nodes, the same the
+// faults name), so that the checker blames a node fault only on the holds
+// that node was part of.
 func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, history.Hold, bool) {
 	a := c.rec.Acquire(c.id, key)
 	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
@@ -174,7 +177,7 @@ func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOp
 		c.probeAfterFailure(ctx, key, c.clk.Now())
 		return nil, history.Hold{}, false
 	}
-	h := a.OK(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()))
+	h := a.OKGranted(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()), l.Nodes())
 	c.lockID = l.Value()[max(len(l.Value())-8, 0):]
 	c.probeHold(h)
 	return l, h, true

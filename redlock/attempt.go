@@ -574,7 +574,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 			return nil, failure{}, a.abandon(join(ErrNotAcquired, errClosed))
 		}
 	}
-	token, ok := a.fence(t.grants())
+	token, counted, ok := a.fence(t.grants())
 	if !ok {
 		return a.failed(t, join(ErrNotAcquired, errNoFenceQuorum))
 	}
@@ -584,6 +584,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		return a.failed(t, join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
+	l.nodes = counted
 	for _, r := range a.decide(acquired, token) {
 		a.settle(r, acquired, token)
 	}

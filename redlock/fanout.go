@@ -9,13 +9,13 @@ import (
 
 // fanout runs script on each of the given nodes, each call under timeout,
 // and returns as soon as need of them answered 1 or that became impossible,
-// or ctx ended (ctxErr, unless the answers already in decide it); refused
-// counts the nodes that answered 0. Calls still on the
+// or ctx ended (ctxErr, unless the answers already in decide it); yes lists
+// the nodes that answered 1 by then, refused counts those that answered 0. Calls still on the
 // wire then finish in the background (tracked by Close); they are never
 // cancelled with ctx, so an Unlock reaches the nodes even if its caller gave
 // up.
 func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time.Duration,
-	script *redis.Script, keys []string, args ...any) (oks, refused int, errs []error, ctxErr error) {
+	script *redis.Script, keys []string, args ...any) (yes []int, refused int, errs []error, ctxErr error) {
 	votes := make(voteSink, len(nodes))
 	c.newGroup(votes, timeout, nodes, script, keys, args...).start()
 	return c.count(ctx, votes, len(nodes), need, 0)
@@ -24,12 +24,13 @@ func (c *Client) fanout(ctx context.Context, nodes []int, need int, timeout time
 // count collects a fan-out's votes from n nodes (see fanout). With lostAt >
 // 0 it returns early only on need oks or lostAt refusals, else once every
 // node answered: an outcome that must tell "refused" from "unknown".
-func (c *Client) count(ctx context.Context, votes voteSink, n, need, lostAt int) (oks, refused int, errs []error, ctxErr error) {
-	fails := 0
+func (c *Client) count(ctx context.Context, votes voteSink, n, need, lostAt int) (yes []int, refused int, errs []error, ctxErr error) {
+	oks, fails := 0, 0
 	tally := func(v vote) {
 		switch {
 		case v.ok:
 			oks++
+			yes = append(yes, v.node)
 		case v.err != nil:
 			errs = append(errs, c.nodeErr(v.node, v.err))
 			fails++
@@ -45,7 +46,7 @@ func (c *Client) count(ctx context.Context, votes voteSink, n, need, lostAt int)
 	}
 	for range n {
 		if decided() {
-			return oks, fails - len(errs), errs, nil
+			return yes, fails - len(errs), errs, nil
 		}
 		select {
 		case v := <-votes:
@@ -57,12 +58,12 @@ func (c *Client) count(ctx context.Context, votes voteSink, n, need, lostAt int)
 				tally(<-votes)
 			}
 			if decided() {
-				return oks, fails - len(errs), errs, nil
+				return yes, fails - len(errs), errs, nil
 			}
-			return oks, fails - len(errs), errs, ctx.Err()
+			return yes, fails - len(errs), errs, ctx.Err()
 		}
 	}
-	return oks, fails - len(errs), errs, nil
+	return yes, fails - len(errs), errs, nil
 }
 
 type vote struct {

@@ -18,6 +18,7 @@ import (
 type Lock struct {
 	a     *attempt
 	token uint64
+	nodes []int // the nodes whose grants made the token, ascending; set before the Lock is returned
 
 	mu        sync.Mutex // protects the fields below
 	until     time.Time
@@ -50,6 +51,15 @@ func (l *Lock) Value() string { return l.a.value }
 // Token is the fencing token: > 0, and larger than the token of every hold of
 // this key that was acquired before this one's attempt began.
 func (l *Lock) Token() uint64 { return l.token }
+
+// Nodes returns the indexes (into the nodes given to [New]) of the nodes
+// whose grants made this hold and its token: those whose fence counter was
+// the highest among the grants, and those raised to it before the acquire
+// returned. They are a quorum, in ascending order; the hold may be on more
+// nodes (grants that were not needed, or came late). A chaos history
+// records them, so that a checker can tell which holds a node's failure
+// could reach. The slice is the caller's.
+func (l *Lock) Nodes() []int { return slices.Clone(l.nodes) }
 
 // Until is the end of validity on the client's clock: after it, another
 // client may acquire the key.
@@ -200,7 +210,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	// of that, the answers still out decide between lost and unknown.
 	votes := make(voteSink, len(c.all))
 	c.newGroup(votes, c.nodeTimeout(ttl), c.all, extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds()).start()
-	oks, refused, errs, ctxErr := c.count(ctx, votes, len(c.all), c.quorum, len(c.all)-c.quorum+1)
+	yes, refused, errs, ctxErr := c.count(ctx, votes, len(c.all), c.quorum, len(c.all)-c.quorum+1)
+	oks := len(yes)
 	if ctxErr != nil && oks < c.quorum {
 		return join(ErrOutcomeUnknown, ctxErr)
 	}
@@ -269,7 +280,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	keys, args := l.a.releaseKeys(), l.a.releaseArgs(true)
 	sink := owing{votes: votes, c: c, keys: keys, args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout()}
 	c.newGroup(sink, l.a.timeout(), nodes, releaseScript, keys, args...).start()
-	oks, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
+	yes, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
+	oks := len(yes)
 	switch {
 	case oks >= c.quorum:
 		c.cfg.observer.Released(l.a.key(), l.token)

@@ -125,11 +125,13 @@ type Violation struct {
 	// duplicates); the stale write; from a lost write to the end of the run.
 	Start, End time.Duration
 	// Since is the earliest invocation among the ops involved. Faults active
-	// in [Since, End], or ended less than the aftermath before Since, are
-	// blamed; client faults only when they hit a client involved.
+	// in [Since, End], or ended less than the aftermath before Since on a
+	// key they could reach, are blamed; client faults only when they hit a
+	// client involved; node faults, when the nodes of two holds are known,
+	// only within [Since, End] on those nodes (see blamer).
 	Since time.Duration
 	// Nodes, when not nil, are the nodes the violation is about: only
-	// node faults on them are blamed (see onNodes).
+	// node faults on them are blamed (see blamer.window).
 	Nodes    []int
 	Faults   []fault.Kind // kinds blamed, sorted; empty when none
 	Expected bool         // a blamed kind breaks an assumption this property rests on
@@ -147,8 +149,11 @@ type CheckOptions struct {
 	Expected map[Property][]fault.Kind
 	// Epsilon is how much two holds may overlap before it counts; default 1ms.
 	Epsilon time.Duration
-	// Aftermath is how long after it ended a fault is still blamed; default
-	// the longest validity any acquire of the history had (about the TTL).
+	// Aftermath is how long after it ended a fault is still blamed, on the
+	// lock keys it could reach: those held or being acquired while it was
+	// active, by the client it hit or (when the history says which nodes
+	// granted a hold) on the node it hit. Default: each such key's lease,
+	// the longest validity of its acquires. Other keys get none.
 	Aftermath time.Duration
 	// StallThreshold is the longest stall with a quorum up that liveness
 	// allows (see Liveness); default derived from the history: twice the
@@ -339,7 +344,14 @@ func Check(h History, opts CheckOptions) Result {
 		vs = append(vs, order(h, spans, opts.OrderMargin)...)
 	}
 	vs = append(vs, nodeGuarantees(h, opts.ReleaseAllowance)...)
-	blame(vs, all, opts.Aftermath, opts.Expected)
+	b := newBlamer(h, spans, all, opts.Aftermath)
+	b.blame(vs, opts.Expected)
+	if l := &res.Liveness; l.LongestStall > 0 {
+		l.Faults = b.window(l.Key, l.Start, l.End, nil, nil, true)
+	}
+	if s := &res.Starvation; s.Wait > 0 {
+		s.Faults = b.window(s.Key, s.Start, s.End, []int{s.Client}, nil, true)
+	}
 	for _, v := range vs {
 		*res.Found.field(v.Property)++
 		if v.Expected {
@@ -396,20 +408,11 @@ func describe(c Counts) string {
 }
 
 func (o CheckOptions) withDefaults(h History) CheckOptions {
-	var longest time.Duration
-	for _, op := range h.Ops {
-		if op.Kind == KindAcquire && op.Outcome == OK && op.ValidUntil != 0 {
-			longest = max(longest, op.ValidUntil-op.Complete)
-		}
-	}
 	if o.Expected == nil {
 		o.Expected = DefaultExpected()
 	}
 	if o.Epsilon == 0 {
 		o.Epsilon = time.Millisecond
-	}
-	if o.Aftermath == 0 {
-		o.Aftermath = longest
 	}
 	if o.StallThreshold == 0 {
 		o.StallThreshold = stallThreshold(h)
@@ -418,23 +421,6 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 		o.MinAcquisitions = 2
 	}
 	return o
-}
-
-// blame fills in Faults and Expected of each violation.
-func blame(vs []Violation, faults []FaultSpan, aftermath time.Duration, expected map[Property][]fault.Kind) {
-	for i := range vs {
-		v := &vs[i]
-		after := aftermath
-		if v.Property == SlowHandover {
-			after = 0 // a fault over before a handover does not slow it (see Handover)
-		}
-		v.Faults = blamed(onNodes(faults, v.Nodes), v.Since, v.End, after, v.Clients)
-		for _, k := range v.Faults {
-			if slices.Contains(expected[v.Property], k) {
-				v.Expected = true
-			}
-		}
-	}
 }
 
 // blamed returns the sorted kinds of the faults active in [from, to] or ended

@@ -90,6 +90,11 @@ type Op struct {
 	// the client computed (Lock.Until), on the history clock. Zero means
 	// none: the client relies on the lost signal alone.
 	ValidUntil time.Duration `json:"valid_until_ns,omitempty"`
+	// Granted is, for a successful acquire, the nodes (indexes) whose grants
+	// counted toward the hold and its token; for a successful extend, the
+	// nodes that extended it. Nil means not recorded: the checker then
+	// blames faults by time and key alone (see blame.go).
+	Granted []int `json:"granted,omitempty"`
 
 	Resource string `json:"resource,omitempty"` // write: the store resource
 	Entry    string `json:"entry,omitempty"`    // write: unique id of what was written

@@ -43,6 +43,7 @@ type Line struct {
 	Token      uint64   `json:"token,omitempty"`
 	Value      string   `json:"value,omitempty"`
 	ValidUntil *int64   `json:"valid_until_ns,omitempty"`
+	Granted    []int    `json:"granted,omitempty"` // acquire, extend: the nodes whose grants counted
 	Resource   string   `json:"resource,omitempty"`
 	Entry      string   `json:"entry,omitempty"`
 	Seq        uint64   `json:"seq,omitempty"`
@@ -120,6 +121,7 @@ func opLine(h History, op Op) Line {
 		v := int64(op.ValidUntil)
 		l.ValidUntil = &v
 	}
+	l.Granted = op.Granted
 	switch {
 	case op.Kind == KindProbe:
 		probeLine(h, op, &l)

@@ -52,6 +52,9 @@ func (p *parser) history() (History, error) {
 			h.End = end
 		}
 	}
+	if err := p.checkGranted(h.Nodes); err != nil {
+		return History{}, err
+	}
 	p.sort()
 	h.Clients = p.clients()
 	if err := p.link(&h); err != nil {

@@ -134,8 +134,8 @@ func (f fields) uint(name string, required bool) (uint64, error) {
 
 // allowed lists the fields each kind of line may have.
 var allowed = map[string][]string{
-	string(KindAcquire): {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err"},
-	string(KindExtend):  {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err"},
+	string(KindAcquire): {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err", "granted"},
+	string(KindExtend):  {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err", "granted"},
 	string(KindRelease): {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "err"},
 	string(KindWrite):   {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "resource", "entry", "seq", "err"},
 	string(KindLost):    {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value"},
@@ -269,6 +269,9 @@ func (l *parsed) operation(f fields) error {
 			return f.err("valid_until_ns", "%d is not after invoke_ns %d", v, int64(l.op.Invoke))
 		}
 		l.op.ValidUntil, l.hasValid = time.Duration(v), has
+	}
+	if err := l.granted(f); err != nil {
+		return err
 	}
 	if l.kind == string(KindWrite) {
 		if l.op.Resource, err = f.str("resource", false); err != nil {

@@ -65,22 +65,6 @@ func nodeExpected(p Property) []fault.Kind {
 	return kinds
 }
 
-// onNodes returns the faults that may be blamed for a violation about
-// nodes: client faults, and node faults on those nodes; all of them when
-// nodes is nil.
-func onNodes(faults []FaultSpan, nodes []int) []FaultSpan {
-	if nodes == nil {
-		return faults
-	}
-	var on []FaultSpan
-	for _, f := range faults {
-		if f.Kind.ClientSide() || slices.Contains(nodes, f.Node) {
-			on = append(on, f)
-		}
-	}
-	return on
-}
-
 // forever is a node expiry that is not known to end.
 const forever = time.Duration(math.MaxInt64)
 

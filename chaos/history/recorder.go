@@ -110,9 +110,20 @@ func (r *Recorder) Acquire(client int, key string) AcquireCall {
 // hold lasts until released or lost. The returned Hold is passed to Write,
 // Extend, Release and Lost.
 func (c AcquireCall) OK(token uint64, value string, validFor time.Duration) Hold {
+	return c.OKGranted(token, value, validFor, nil)
+}
+
+// OKGranted is OK for a lock that tells which nodes granted the hold:
+// granted are their indexes, the nodes whose grants counted toward the
+// token. The checker then blames a node fault only on the holds it could
+// reach (see Op.Granted).
+func (c AcquireCall) OKGranted(token uint64, value string, validFor time.Duration, granted []int) Hold {
 	op := c.r.complete(c.id, OK, func(op *Op) {
 		op.Token, op.Value = token, value
 		op.ValidUntil = validUntil(op.Complete, validFor)
+		if granted != nil {
+			op.Granted = slices.Clone(granted)
+		}
 		c.r.stats.Acquisitions++
 	})
 	return Hold{ID: op.ID, Client: op.Client, Key: op.Key, Token: token, Value: value}

@@ -89,7 +89,7 @@ func duplicateTokens(h History) []Violation {
 		vs = append(vs, Violation{
 			Property: DuplicateTokens, Key: op.Key,
 			Ops: []int{a.ID, op.ID}, Clients: []int{a.Client, op.Client},
-			Start: a.Complete, End: op.Complete, Since: min(a.Invoke, op.Invoke),
+			Start: min(a.Complete, op.Complete), End: max(a.Complete, op.Complete), Since: min(a.Invoke, op.Invoke),
 			Detail: fmt.Sprintf("acquires %d and %d both got token %d", a.ID, op.ID, op.Token),
 		})
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -32,7 +32,7 @@ import (
 // or sent; it is a message fake on the client's side since no proxy can
 // pick one message out.
 type healLoss struct {
-	rec     *history.Recorder
+	rec     *recorder.Recorder
 	windows []backend.Window
 	origin  time.Time       // the plan's time zero
 	ctx     context.Context // the run's: held heals still waiting when it ends are lost
@@ -46,7 +46,7 @@ type healLoss struct {
 
 var errHealLost = errors.New("chaos: heal lost (drop-heal)")
 
-func newHealLoss(ctx context.Context, cfg Config, plan backend.Plan, rec *history.Recorder) *healLoss {
+func newHealLoss(ctx context.Context, cfg Config, plan backend.Plan, rec *recorder.Recorder) *healLoss {
 	l := &healLoss{rec: rec, origin: time.Now(), ctx: ctx, timeout: cfg.NodeTimeout,
 		spans: make(map[[2]int][2]time.Time)}
 	for _, w := range plan.Windows {
@@ -133,7 +133,7 @@ func (l *healLoss) record() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, span := range l.spans {
-		l.rec.FaultAt(l.windows[k[0]].Kind, k[1], span[0], span[1], nil)
+		l.rec.NodeFaultAt(l.windows[k[0]].Kind, k[1], span[0], span[1], nil)
 	}
 }
 

@@ -301,8 +301,8 @@ func nodePlan(cfg Config) (backend.Plan, error) {
 // seeded times, through arm. (The hunt's workload writes late by itself.)
 func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
 	var kinds []fault.Kind
-	for _, k := range []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.LateWrite} {
-		if cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
+	for _, k := range fault.Kinds() {
+		if k.ClientSide() && cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
 			kinds = append(kinds, k)
 		}
 	}

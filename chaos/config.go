@@ -81,17 +81,17 @@ type Config struct {
 const ProfileHunt = "hunt"
 
 // DefaultFaults returns the faults of a run with no profile and no Faults:
-// the tolerated kinds a random schedule injects (those only the hunt arms,
-// see huntOnly, left out).
+// the tolerated kinds (those only the hunt arms, see huntOnly, left out).
 func DefaultFaults() []fault.Kind {
-	return slices.DeleteFunc(fault.Tolerated(), func(k fault.Kind) bool { return slices.Contains(huntOnly, k) })
+	return slices.DeleteFunc(fault.Tolerated(), huntOnly)
 }
 
-// huntOnly are the kinds that only the hunt's episodes inject: the heal
-// nemeses act on the workload's own connections, and a clock drift within
-// the allowance shows something only with the holds the hunt's workload
-// keeps to their validity.
-var huntOnly = []fault.Kind{fault.DropHeal, fault.DelayHeal, fault.ClockDrift}
+// huntOnly reports whether only the hunt's episodes inject k: the hunt's
+// schedule does and a random one does not (the heal nemeses act on the
+// workload's own connections, and a clock drift within the allowance shows
+// something only with the holds the hunt's workload keeps to their
+// validity).
+func huntOnly(k fault.Kind) bool { return k.Hunted() && !k.Scheduled() }
 
 // HuntFaults returns the fault kinds of the hunt profile: the node faults
 // its schedule injects and the client behaviours that break an assumption.
@@ -152,8 +152,8 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
 	}
-	for _, k := range huntOnly {
-		if !c.hunt() && c.has(k) {
+	for _, k := range c.Faults {
+		if !c.hunt() && huntOnly(k) {
 			return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, k, ProfileHunt, ProfileHunt)
 		}
 	}

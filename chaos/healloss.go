@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
-	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/redlock"
 )
@@ -33,7 +33,7 @@ import (
 // or sent; it is a message fake on the client's side since no proxy can
 // pick one message out.
 type healLoss struct {
-	rec     *history.Recorder
+	rec     *recorder.Recorder
 	windows []schedule.Window
 	origin  time.Time       // the plan's time zero
 	ctx     context.Context // the run's: held heals still waiting when it ends are lost
@@ -47,7 +47,7 @@ type healLoss struct {
 
 var errHealLost = errors.New("chaos: heal lost (drop-heal)")
 
-func newHealLoss(ctx context.Context, cfg Config, plan schedule.Plan, rec *history.Recorder) *healLoss {
+func newHealLoss(ctx context.Context, cfg Config, plan schedule.Plan, rec *recorder.Recorder) *healLoss {
 	l := &healLoss{rec: rec, origin: time.Now(), ctx: ctx, timeout: cfg.NodeTimeout,
 		spans: make(map[[2]int][2]time.Time)}
 	for _, w := range plan.Windows {
@@ -134,7 +134,7 @@ func (l *healLoss) record() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, span := range l.spans {
-		l.rec.FaultAt(l.windows[k[0]].Kind, k[1], span[0], span[1], nil)
+		l.rec.NodeFaultAt(l.windows[k[0]].Kind, k[1], span[0], span[1], nil)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -121,21 +121,21 @@ func (c *client) huntOnce(ctx context.Context) {
 
 // writeIfValid writes when the validity l has left is at least a quarter of
 // the TTL.
-func (c *client) writeIfValid(ctx context.Context, l *redlock.Lock, h history.Hold, res string) {
+func (c *client) writeIfValid(ctx context.Context, l *redlock.Lock, h recorder.Hold, res string) {
 	if l.Until().Sub(c.clk.Now()) >= c.cfg.TTL/4 {
 		c.write(ctx, h, res)
 	}
 }
 
 // extend calls Extend for the TTL and records it; it reports success.
-func (c *client) extend(ctx context.Context, l *redlock.Lock, h history.Hold) bool {
-	e := c.rec.Extend(h)
+func (c *client) extend(ctx context.Context, l *redlock.Lock, h recorder.Hold) bool {
+	e := h.Extend()
 	ectx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 	err := l.Extend(ectx, c.cfg.TTL)
 	cancel()
 	switch {
 	case err == nil:
-		e.OK(l.Until().Sub(c.clk.Now()))
+		e.OK(c.realTime(l.Until()))
 		c.probeHold(h)
 		return true
 	case errors.Is(err, redlock.ErrLockLost):
@@ -149,7 +149,7 @@ func (c *client) extend(ctx context.Context, l *redlock.Lock, h history.Hold) bo
 // ride keeps an auto-extended hold for two to four TTLs (less when ctx
 // ends), writing every third of a TTL while it lasts. Each move of Until is
 // recorded as an extension; Done closing, as the lost signal.
-func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h history.Hold, res string) {
+func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h recorder.Hold, res string) {
 	ttl := c.cfg.TTL
 	end := time.Now().Add(2*ttl + time.Duration(c.rnd.Int64N(int64(2*ttl))))
 	seen := l.Until()
@@ -157,12 +157,12 @@ func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h history.Hold
 		sleepReal(ctx, ttl/4)
 		select {
 		case <-l.Done():
-			c.rec.Lost(h)
+			h.Lost()
 			return
 		default:
 		}
 		if u := l.Until(); u.After(seen) {
-			c.rec.Extend(h).OK(u.Sub(c.clk.Now()))
+			h.Extend().OK(c.realTime(u))
 			c.probeHold(h)
 			seen = u
 		}

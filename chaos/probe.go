@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
 // Probes: reads of each lock node's state for a key (GET and PTTL in one
@@ -108,7 +108,7 @@ func (p *prober) read(ctx context.Context, i int, key string) (string, time.Dura
 
 // round probes every node for key, in parallel, recording each probe with
 // begin; own tells which values found are the client's leftovers.
-func (p *prober) round(key string, begin func(node int) history.ProbeCall, own func(string) bool) {
+func (p *prober) round(key string, begin func(node int) *recorder.ProbeCall, own func(string) bool) {
 	ctx := context.Background() // a probe is finished even when the run ends
 	var wg sync.WaitGroup
 	for i := range p.rdbs {
@@ -129,16 +129,16 @@ func (p *prober) round(key string, begin func(node int) history.ProbeCall, own f
 }
 
 // probeHold probes the nodes for h at once.
-func (c *client) probeHold(h history.Hold) {
+func (c *client) probeHold(h recorder.Hold) {
 	if c.probe != nil {
-		c.probe.round(h.Key, func(n int) history.ProbeCall { return c.rec.ProbeHold(h, n) }, nil)
+		c.probe.round(h.Key(), func(n int) *recorder.ProbeCall { return h.Probe(n) }, nil)
 	}
 }
 
 // probeAfterRelease probes the nodes for h at once, and again a release
 // allowance later, in the background; own values are those made before
 // the Unlock began, at unlockAt on the client's clock.
-func (c *client) probeAfterRelease(ctx context.Context, h history.Hold, unlockAt time.Time) {
+func (c *client) probeAfterRelease(ctx context.Context, h recorder.Hold, unlockAt time.Time) {
 	if c.probe == nil {
 		return
 	}
@@ -147,7 +147,7 @@ func (c *client) probeAfterRelease(ctx context.Context, h history.Hold, unlockAt
 	c.probing.Go(func() {
 		sleepReal(ctx, c.probe.allowance)
 		if ctx.Err() == nil {
-			c.probe.round(h.Key, func(n int) history.ProbeCall { return c.rec.ProbeHold(h, n) }, own)
+			c.probe.round(h.Key(), func(n int) *recorder.ProbeCall { return h.Probe(n) }, own)
 		}
 	})
 }
@@ -160,7 +160,7 @@ func (c *client) probeAfterFailure(ctx context.Context, key string, failedAt tim
 	}
 	sleepReal(ctx, c.probe.allowance)
 	if ctx.Err() == nil {
-		c.probe.round(key, func(n int) history.ProbeCall { return c.rec.Probe(c.id, key, n) }, c.ownBefore(failedAt))
+		c.probe.round(key, func(n int) *recorder.ProbeCall { return c.rec.Probe(key, n) }, c.ownBefore(failedAt))
 	}
 }
 

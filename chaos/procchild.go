@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/redlock"
@@ -60,14 +61,15 @@ func serveClient(in io.Reader, out io.Writer) error {
 	}
 
 	w := &lineWriter{w: out}
-	rec := history.NewRecorder(clock.Real(), s.Nodes)
+	mem := recorder.NewMemory()
+	rec := recorder.New(mem, recorder.WithNodes(s.Nodes))
 	storeRDB := redis.NewClient(&redis.Options{Addr: s.Store})
 	defer storeRDB.Close()
 	var clk clock.Clock = clock.Real()
 	if s.ClockRate != 0 {
 		clk = clock.NewSkewed(clock.Real(), 0, s.ClockRate)
 	}
-	c, err := newClient(s.Client, cfg, s.Addrs, clk, rec, fencing.NewRedis(storeRDB))
+	c, err := newClient(s.Client, cfg, s.Addrs, clk, rec.Client(clientName(s.Client)), fencing.NewRedis(storeRDB))
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func serveClient(in io.Reader, out io.Writer) error {
 	if err := w.send(procEvent{Hello: &procHello{PID: os.Getpid(), Start: historyStart(rec)}}); err != nil {
 		return err
 	}
-	rec.Watch(func(op history.Op) { _ = w.send(procEvent{Op: &op}) })
+	mem.Watch(func(op history.Op) { _ = w.send(procEvent{Op: &op}) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
@@ -23,7 +24,11 @@ import (
 // (see ClientMain), and reports its ops, which the set keeps on Run's
 // history clock until merge puts them in the history.
 //
-// Times: each process stamps its ops on a history.Recorder of its own, as
+// Clients: each process records its one client, the only one its recorder
+// names, and the set puts each op under that client's index in Run's
+// history.
+//
+// Times: each process stamps its ops on a recorder of its own, as
 // offsets from when that recorder started, and says in its hello when that
 // was on the machine's shared clock (sharedNow: CLOCK_MONOTONIC on Linux,
 // which every process reads alike). The set adds the difference between that
@@ -32,7 +37,8 @@ import (
 // shared-clock reading on each side (historyStart): microseconds.
 type procSet struct {
 	cfg    Config
-	rec    *history.Recorder
+	rec    *recorder.Recorder
+	mem    *recorder.Memory // rec's sink
 	b      backend.Backend
 	start  int64           // rec's start on the shared clock
 	runCtx context.Context // the workload's, ends with the run: set before it starts
@@ -44,6 +50,7 @@ type procSet struct {
 type procClient struct {
 	set    *procSet
 	id     int
+	rec    *recorder.Client // the process's client in Run's history
 	cmd    *exec.Cmd
 	in     *lineWriter // its stdin
 	stdin  io.Closer
@@ -59,7 +66,7 @@ type procClient struct {
 	mu    sync.Mutex // protects the fields below
 	ops   map[int]history.Op
 	order []int // keys of ops, in the order first seen
-	stats history.Stats
+	stats recorder.Stats
 	exit  string
 	stops []report.Stop
 }
@@ -69,12 +76,12 @@ const procStartTimeout = 30 * time.Second
 
 // startProcs starts cfg.Clients client processes on nodes addrs and the
 // store at storeAddr, and waits for their hellos.
-func startProcs(ctx context.Context, cfg Config, b backend.Backend, storeAddr string, rec *history.Recorder) (*procSet, error) {
+func startProcs(ctx context.Context, cfg Config, b backend.Backend, storeAddr string, rec *recorder.Recorder, mem *recorder.Memory) (*procSet, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("chaos: client processes: %w", err)
 	}
-	s := &procSet{cfg: cfg, rec: rec, b: b, start: historyStart(rec)}
+	s := &procSet{cfg: cfg, rec: rec, mem: mem, b: b, start: historyStart(rec)}
 	addrs := backend.Addrs(b)
 	for i := range cfg.Clients {
 		st := procSettings{Client: i, Addrs: addrs, Store: storeAddr, Nodes: cfg.Nodes,
@@ -116,7 +123,7 @@ func startProcs(ctx context.Context, cfg Config, b backend.Backend, storeAddr st
 }
 
 func (s *procSet) startProc(exe string, st procSettings) (*procClient, error) {
-	p := &procClient{set: s, id: st.Client, ops: map[int]history.Op{},
+	p := &procClient{set: s, id: st.Client, rec: s.rec.Client(clientName(st.Client)), ops: map[int]history.Op{},
 		ready: make(chan struct{}), ended: make(chan struct{})}
 	p.cmd = exec.Command(exe)
 	p.cmd.Env = append(os.Environ(), ClientProcEnv+"=1")
@@ -200,8 +207,8 @@ func (s *procSet) kill() {
 }
 
 // stats sums the processes' running counts.
-func (s *procSet) stats() history.Stats {
-	st := s.rec.Stats()
+func (s *procSet) stats() recorder.Stats {
+	st := s.mem.Stats()
 	for _, p := range s.procs {
 		p.mu.Lock()
 		st.Acquisitions += p.stats.Acquisitions
@@ -305,8 +312,9 @@ func (p *procClient) handle(line []byte) error {
 	return nil
 }
 
-// record keeps op, moved onto Run's history clock.
+// record keeps op, moved onto Run's history clock and p's client.
 func (p *procClient) record(op history.Op) {
+	op.Client = p.id
 	op.Invoke += p.shift
 	if op.Outcome != history.Pending {
 		op.Complete += p.shift

@@ -39,7 +39,7 @@ func (p *procClient) stopPastValidity(tok uint64) {
 	if cerr := syscall.Kill(p.pid, syscall.SIGCONT); cerr != nil && err == nil {
 		err = fmt.Errorf("SIGCONT to client process %d: %w", p.pid, cerr)
 	}
-	p.set.rec.FaultAt(fault.ClientPause, p.id, start, end, err)
+	p.rec.FaultAt(fault.ClientPause, start, end, err)
 	if err == nil {
 		p.mu.Lock()
 		p.stops = append(p.stops, report.Stop{Token: tok,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
 // What a client process and Run say to each other (Config.ClientProcs), as
@@ -97,7 +98,7 @@ func (lw *lineWriter) send(v any) error {
 // a shared-clock reading taken next to a time.Now, less the recorder's
 // offset of that time.Now. The pair whose two shared-clock readings lie
 // closest together (a preemption between them spoils a pair) is used.
-func historyStart(rec *history.Recorder) int64 {
+func historyStart(rec *recorder.Recorder) int64 {
 	best, gap := int64(0), int64(-1)
 	for range 16 {
 		s1 := sharedNow()

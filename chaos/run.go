@@ -16,6 +16,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend/process"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/chaos/report"
 	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/clock"
@@ -65,16 +66,17 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		return report.Run{}, err
 	}
 
-	rec := history.NewRecorder(clock.Real(), cfg.Nodes)
+	mem := recorder.NewMemory()
+	rec := recorder.New(mem, recorder.WithNodes(cfg.Nodes))
 	var (
 		clients []*client
 		procs   *procSet
 		arm     func(fault.Kind, int)
 		trig    acquireTrigger
-		stats   = rec.Stats
+		stats   = mem.Stats
 	)
 	if cfg.ClientProcs {
-		if procs, err = startProcs(ctx, cfg, b, storeProc.Addr(), rec); err != nil {
+		if procs, err = startProcs(ctx, cfg, b, storeProc.Addr(), rec, mem); err != nil {
 			return report.Run{}, err
 		}
 		defer procs.kill()
@@ -145,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { progress(runCtx, cfg, stats) })
 	}
 	if cfg.StopOnViolation {
-		wg.Go(func() { stopOnViolation(runCtx, cancel, rec, opts, 10*cfg.TTL) })
+		wg.Go(func() { stopOnViolation(runCtx, cancel, mem, opts, 10*cfg.TTL) })
 	}
 	wg.Wait()
 	heals.record()
@@ -162,14 +164,15 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		for i, e := range log {
 			entries[i] = e.Data
 		}
-		rec.FinalStore(tg.resource, entries)
+		rec.Store(tg.resource, entries)
 	}
 
-	h := rec.History()
+	h := mem.History()
 	var procReport []report.ClientProc
 	if procs != nil {
 		h, procReport = procs.merge(h), procs.report()
 	}
+	h.Clients = nil // numbered: see clientName
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
 		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts), ClientProcs: procReport,
@@ -185,7 +188,7 @@ var ErrInjection = errors.New("chaos: faults failed")
 // errors of those that failed. A fault cut short by the end of the run (its
 // ctx error, once the run is over) did not fail: it ended with the run.
 type faultLog struct {
-	rec    *history.Recorder
+	rec    *recorder.Recorder
 	runCtx context.Context // the workload's: ends with the run
 
 	mu   sync.Mutex // protects errs
@@ -197,7 +200,7 @@ func (l *faultLog) record(kind fault.Kind, node int, start, end time.Time, err e
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		err = nil
 	}
-	l.rec.FaultAt(kind, node, start, end, err)
+	l.rec.NodeFaultAt(kind, node, start, end, err)
 	if err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -233,14 +236,19 @@ func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
 	}
 }
 
-func startClients(cfg Config, addrs []string, rec *history.Recorder, store *fencing.Redis) ([]*client, error) {
+// clientName names workload client i in the recorder: as a history with no
+// names names index i, so that Run's history can number its clients
+// instead (client i is index i) and lose nothing.
+func clientName(i int) string { return history.History{}.ClientName(i) }
+
+func startClients(cfg Config, addrs []string, rec *recorder.Recorder, store *fencing.Redis) ([]*client, error) {
 	var clients []*client
 	for i := range cfg.Clients {
 		var clk clock.Clock = clock.Real()
 		if i == 0 && cfg.has(fault.ClientClockSkew) {
 			clk = clock.NewSkewed(clock.Real(), 0, 0.5) // half speed: validity lasts twice as long
 		}
-		c, err := newClient(i, cfg, addrs, clk, rec, store)
+		c, err := newClient(i, cfg, addrs, clk, rec.Client(clientName(i)), store)
 		if err != nil {
 			for _, c := range clients {
 				c.close()
@@ -299,8 +307,8 @@ func nodePlan(cfg Config) (schedule.Plan, error) {
 // seeded times, through arm. (The hunt's workload writes late by itself.)
 func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
 	var kinds []fault.Kind
-	for _, k := range []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.LateWrite} {
-		if cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
+	for _, k := range fault.Kinds() {
+		if k.ClientSide() && cfg.has(k) && !(cfg.hunt() && k == fault.LateWrite) {
 			kinds = append(kinds, k)
 		}
 	}
@@ -331,7 +339,7 @@ func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, cli
 // and the waiter it passed returns after it, if ever. Lost writes need the final store, and liveness
 // (stalls, starvation, handovers) the whole run: those wait for the final
 // check.
-func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.Recorder, opts history.CheckOptions, margin time.Duration) {
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, mem *recorder.Memory, opts history.CheckOptions, margin time.Duration) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -340,7 +348,7 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.
 		case <-ctx.Done():
 			return
 		}
-		h := rec.History()
+		h := mem.History()
 		for _, v := range history.Check(h, opts).Violations {
 			switch v.Property {
 			case history.LostWrites, history.LivenessStall, history.LivenessStarvation, history.SlowHandover:
@@ -354,7 +362,7 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, rec *history.
 	}
 }
 
-func progress(ctx context.Context, cfg Config, stats func() history.Stats) {
+func progress(ctx context.Context, cfg Config, stats func() recorder.Stats) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/redlock"
@@ -54,7 +54,7 @@ type client struct {
 	clk   clock.Clock // the client's own clock: skewed for client-clock-skew
 	rdbs  []*redis.Client
 	rl    *redlock.Client
-	rec   *history.Recorder
+	rec   *recorder.Client
 	store *fencing.Redis
 	rnd   *rand.Rand // hold times; used by this client's goroutine only
 
@@ -73,7 +73,7 @@ type client struct {
 	pause func(ctx context.Context, l *redlock.Lock)
 }
 
-func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *history.Recorder, store *fencing.Redis) (*client, error) {
+func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, store *fencing.Redis) (*client, error) {
 	c := &client{id: id, cfg: cfg, clk: clk, rec: rec, store: store,
 		rnd: rand.New(rand.NewPCG(cfg.Seed, uint64(id)))}
 	c.pause = c.sleepPastValidity
@@ -151,7 +151,7 @@ func (c *client) once(ctx context.Context) {
 		// Work right up to the validity, as this client's (slow) clock tells it.
 		start := time.Now()
 		_ = c.clk.Sleep(ctx, l.Until().Sub(c.clk.Now())-c.cfg.TTL/20)
-		c.rec.FaultAt(fault.ClientClockSkew, c.id, start, time.Now(), nil)
+		c.rec.FaultAt(fault.ClientClockSkew, start, time.Now(), nil)
 	}
 
 	c.write(octx, h, tg.resource)
@@ -167,33 +167,37 @@ func (c *client) once(ctx context.Context) {
 // the nodes that granted it (indexes of the backend's nodes, the same the
 // faults name), so that the checker blames a node fault only on the holds
 // that node was part of.
-func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, history.Hold, bool) {
-	a := c.rec.Acquire(c.id, key)
+func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, recorder.Hold, bool) {
+	a := c.rec.Acquire(key)
 	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
 	l, err := c.rl.Lock(lctx, key, c.cfg.TTL, opts...)
 	cancel()
 	if err != nil {
 		a.Fail(err)
 		c.probeAfterFailure(ctx, key, c.clk.Now())
-		return nil, history.Hold{}, false
+		return nil, recorder.Hold{}, false
 	}
-	h := a.OKGranted(l.Token(), l.Value(), l.Until().Sub(c.clk.Now()), l.Nodes())
+	h := a.Value(l.Value()).Granted(l.Nodes()).OK(l.Token(), c.realTime(l.Until()))
 	c.lockID = l.Value()[max(len(l.Value())-8, 0):]
 	c.probeHold(h)
 	return l, h, true
 }
 
+// realTime returns t, a time on the client's clock (slow for
+// client-clock-skew), on the real clock, which the recorder reads.
+func (c *client) realTime(t time.Time) time.Time { return time.Now().Add(t.Sub(c.clk.Now())) }
+
 // write appends a fresh entry to resource with h's token, and records it.
-func (c *client) write(ctx context.Context, h history.Hold, res string) {
+func (c *client) write(ctx context.Context, h recorder.Hold, res string) {
 	c.writes++
 	entry := fmt.Sprintf("c%d-%d", c.id, c.writes)
-	w := c.rec.Write(h, res, entry)
+	w := h.Write(res, entry)
 	wctx, wcancel := context.WithTimeout(ctx, time.Second)
-	err := c.store.Append(wctx, res, h.Token, entry)
+	err := c.store.Append(wctx, res, h.Token(), entry)
 	wcancel()
 	switch {
 	case err == nil:
-		w.Accepted(0) // the final log gives the store's order
+		w.Accepted() // the final log gives the store's order
 	case errors.Is(err, fencing.ErrStaleToken):
 		w.Rejected()
 	default:
@@ -202,8 +206,8 @@ func (c *client) write(ctx context.Context, h history.Hold, res string) {
 }
 
 // unlock releases l and records it.
-func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
-	r := c.rec.Release(h)
+func (c *client) unlock(ctx context.Context, l *redlock.Lock, h recorder.Hold) {
+	r := h.Release()
 	at := c.clk.Now()
 	uctx, ucancel := context.WithTimeout(ctx, c.cfg.TTL)
 	err := l.Unlock(uctx)
@@ -224,7 +228,7 @@ func (c *client) unlock(ctx context.Context, l *redlock.Lock, h history.Hold) {
 func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
 	start := time.Now()
 	sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
-	c.rec.FaultAt(fault.ClientPause, c.id, start, time.Now(), nil)
+	c.rec.FaultAt(fault.ClientPause, start, time.Now(), nil)
 }
 
 // lateWrite is a former holder's write, as from one that was paused or cut
@@ -233,23 +237,23 @@ func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
 // that the write is stale by exactly one), it writes with h's token. The
 // fencing guard must refuse it. It is recorded as a late-write fault from
 // ended, when the hold was over, since the client acts outside its hold.
-func (c *client) lateWrite(ctx context.Context, h history.Hold, res string, ended time.Time) {
+func (c *client) lateWrite(ctx context.Context, h recorder.Hold, res string, ended time.Time) {
 	if c.awaitHigher(ctx, h, res) {
 		c.write(ctx, h, res)
-		c.rec.FaultAt(fault.LateWrite, c.id, ended, time.Now(), nil)
+		c.rec.FaultAt(fault.LateWrite, ended, time.Now(), nil)
 	}
 }
 
 // awaitHigher waits, two TTLs at most, until the store has taken a greater
 // token for res than h's, polling every hundredth of a TTL; it reports
 // whether it has.
-func (c *client) awaitHigher(ctx context.Context, h history.Hold, res string) bool {
+func (c *client) awaitHigher(ctx context.Context, h recorder.Hold, res string) bool {
 	deadline := time.Now().Add(2 * c.cfg.TTL)
 	for time.Now().Before(deadline) {
 		hctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 		top, err := c.store.Highest(hctx, res)
 		cancel()
-		if err == nil && top > h.Token {
+		if err == nil && top > h.Token() {
 			return true
 		}
 		sleepReal(ctx, c.cfg.TTL/100)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"slices"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
@@ -14,13 +15,9 @@ type Fault interface {
 	Inject(ctx context.Context, b Backend) (undo func(ctx context.Context) error, err error)
 }
 
-// Kinds returns the fault kinds NewPlan draws from: the node faults of
-// package fault that a Backend injects by itself, in a fixed order.
-// (fault.KillDuringAcquire is a node fault too, but fired by a client's
-// Trigger rather than a schedule.)
+// Kinds returns the fault kinds NewPlan draws from: those of package fault
+// that are Scheduled, in its order. (fault.KillDuringAcquire is a node fault
+// too, but fired by a client's Trigger rather than a schedule.)
 func Kinds() []fault.Kind {
-	return []fault.Kind{
-		fault.Kill, fault.Restart, fault.RestartWithoutData, fault.DelayedRestart,
-		fault.Pause, fault.Partition, fault.Latency, fault.ClockSkew, fault.LoseReplies,
-	}
+	return slices.DeleteFunc(fault.Kinds(), func(k fault.Kind) bool { return !k.Scheduled() })
 }

@@ -3,8 +3,9 @@
 // the history and its checker (package history) and the report share; every
 // list of kinds elsewhere is derived from the table here. A Kind says what
 // it targets (a node or a client), whether it takes its node out of the
-// quorum while it lasts, and whether it breaks an assumption the lock rests
-// on, so that violations under it are expected rather than bugs.
+// quorum while it lasts, whether it breaks an assumption the lock rests
+// on, so that violations under it are expected rather than bugs, and which
+// schedules inject it (Scheduled, Hunted).
 package fault
 
 import (
@@ -44,6 +45,8 @@ type traits struct {
 	down   bool // the node serves no client while it lasts
 	breaks bool // breaks an assumption of mutual exclusion: its violations under it are expected
 	loses  bool // the node comes back without its data, fence counters included
+	sched  bool // a random schedule injects it (package backend's NewPlan)
+	hunted bool // the hunt's schedule injects it (package backend's NewHuntPlan)
 }
 
 // table lists every kind, in the order Kinds returns them.
@@ -51,22 +54,22 @@ var table = []struct {
 	kind Kind
 	traits
 }{
-	{Kill, traits{down: true}},
-	{Restart, traits{down: true}},
-	{RestartWithoutData, traits{down: true, breaks: true, loses: true}},
-	{DelayedRestart, traits{down: true, loses: true}},
-	{Pause, traits{down: true}},
-	{Partition, traits{down: true}},
-	{Latency, traits{}},
-	{ClockSkew, traits{breaks: true}},
-	{KillDuringAcquire, traits{down: true}},
+	{Kill, traits{down: true, sched: true, hunted: true}},
+	{Restart, traits{down: true, sched: true, hunted: true}},
+	{RestartWithoutData, traits{down: true, breaks: true, loses: true, sched: true, hunted: true}},
+	{DelayedRestart, traits{down: true, loses: true, sched: true}},
+	{Pause, traits{down: true, sched: true}},
+	{Partition, traits{down: true, sched: true, hunted: true}},
+	{Latency, traits{sched: true, hunted: true}},
+	{ClockSkew, traits{breaks: true, sched: true, hunted: true}},
+	{KillDuringAcquire, traits{down: true}}, // fired by a client's acquire, not a schedule
 	{ClientPause, traits{client: true, breaks: true}},
 	{ClientClockSkew, traits{client: true, breaks: true}},
-	{LoseReplies, traits{down: true}},
+	{LoseReplies, traits{down: true, sched: true, hunted: true}},
 	{LateWrite, traits{client: true, breaks: true}},
-	{DropHeal, traits{}},
-	{DelayHeal, traits{}},
-	{ClockDrift, traits{}},
+	{DropHeal, traits{hunted: true}},
+	{DelayHeal, traits{hunted: true}},
+	{ClockDrift, traits{hunted: true}},
 }
 
 func (k Kind) traits() (traits, bool) {
@@ -103,6 +106,14 @@ func (k Kind) BreaksAssumptions() bool { t, _ := k.traits(); return t.breaks }
 // violations are expected under these kinds. (AOF with appendfsync always,
 // and restarts with data, are what strict fencing needs.)
 func (k Kind) LosesData() bool { t, _ := k.traits(); return t.loses }
+
+// Scheduled reports whether a random schedule of node faults (package
+// backend's NewPlan) injects the fault.
+func (k Kind) Scheduled() bool { t, _ := k.traits(); return t.sched }
+
+// Hunted reports whether the hunt's schedule (package backend's
+// NewHuntPlan) injects the fault.
+func (k Kind) Hunted() bool { t, _ := k.traits(); return t.hunted }
 
 // Kinds returns every kind, in a fixed order.
 func Kinds() []Kind { return where(func(traits) bool { return true }) }

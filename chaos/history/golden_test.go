@@ -1,4 +1,4 @@
-package history
+package history_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -22,21 +24,33 @@ var update = flag.Bool("update", false, "rewrite the golden histories in testdat
 // under a fake clock, while the scenario starts and ends faults.
 type sim struct {
 	clk     *clock.Fake
-	rec     *Recorder
+	mem     *recorder.Memory
+	rec     *recorder.Recorder
 	rng     *rand.Rand
-	clients int
+	clients []*recorder.Client // client i: index i in the history
 	token   uint64
 	writes  int
 	log     []string
-	faults  map[string]FaultCall
+	faults  map[string]*recorder.FaultCall
+}
+
+// simHold is a hold of client.
+type simHold struct {
+	recorder.Hold
+	client int
 }
 
 const simValidity = 30 * time.Millisecond
 
 func newSim(nodes, clients int) *sim {
 	clk := clock.NewFake(time.Unix(0, 0))
-	return &sim{clk: clk, rec: NewRecorder(clk, nodes), rng: rand.New(rand.NewPCG(1, 2)),
-		clients: clients, faults: map[string]FaultCall{}}
+	s := &sim{clk: clk, mem: recorder.NewMemory(), rng: rand.New(rand.NewPCG(1, 2)),
+		faults: map[string]*recorder.FaultCall{}}
+	s.rec = recorder.New(s.mem, recorder.WithClock(clk), recorder.WithNodes(nodes))
+	for i := range clients {
+		s.clients = append(s.clients, s.rec.Client(fmt.Sprint("client ", i)))
+	}
+	return s
 }
 
 // step moves the clock by about d.
@@ -45,41 +59,46 @@ func (s *sim) step(d time.Duration) {
 }
 
 // acquire has every client but absent try for the lock; winner gets it.
-func (s *sim) acquire(winner, absent int) Hold {
-	calls := map[int]AcquireCall{}
+func (s *sim) acquire(winner, absent int) simHold {
+	calls := map[int]*recorder.AcquireCall{}
 	for c := range s.clients {
 		if c != absent {
-			calls[c] = s.rec.Acquire(c, "k")
+			calls[c] = s.clients[c].Acquire("k")
 			s.step(100 * time.Microsecond)
 		}
 	}
 	s.step(time.Millisecond)
 	s.token++
-	h := calls[winner].OK(s.token, fmt.Sprintf("v%d", s.token), simValidity)
+	h := s.ok(calls[winner])
 	for c, call := range calls {
 		if c != winner {
 			call.Fail(errors.New("not acquired"))
 		}
 	}
-	return h
+	return simHold{h, winner}
 }
 
 // write writes under h; a stale one is rejected unless accept is set.
-func (s *sim) write(h Hold, stale, accept bool) {
+// ok completes call with the next token, valid for simValidity.
+func (s *sim) ok(call *recorder.AcquireCall) recorder.Hold {
+	return call.Value(fmt.Sprintf("v%d", s.token)).OK(s.token, s.clk.Now().Add(simValidity))
+}
+
+func (s *sim) write(h simHold, stale, accept bool) {
 	s.writes++
-	entry := fmt.Sprintf("w%d-c%d-t%d", s.writes, h.Client, h.Token)
-	w := s.rec.Write(h, "r", entry)
+	entry := fmt.Sprintf("w%d-c%d-t%d", s.writes, h.client, h.Token())
+	w := h.Write("r", entry)
 	s.step(500 * time.Microsecond)
 	if stale && !accept {
 		w.Rejected()
 		return
 	}
 	s.log = append(s.log, entry)
-	w.Accepted(uint64(len(s.log)))
+	w.Seq(uint64(len(s.log))).Accepted()
 }
 
-func (s *sim) release(h Hold, lost bool) {
-	r := s.rec.Release(h)
+func (s *sim) release(h recorder.Hold, lost bool) {
+	r := h.Release()
 	s.step(500 * time.Microsecond)
 	if lost {
 		r.LockLost()
@@ -96,12 +115,16 @@ func (s *sim) turn(winner, absent int) {
 	h := s.acquire(winner, absent)
 	s.write(h, false, false)
 	s.step(3 * time.Millisecond)
-	s.release(h, false)
+	s.release(h.Hold, false)
 	s.step(time.Millisecond)
 }
 
 func (s *sim) fault(name string, kind fault.Kind, target int) {
-	s.faults[name] = s.rec.Fault(kind, target)
+	if kind.ClientSide() {
+		s.faults[name] = s.clients[target].Fault(kind)
+	} else {
+		s.faults[name] = s.rec.NodeFault(kind, target)
+	}
 }
 func (s *sim) heal(name string) { s.faults[name].End() }
 
@@ -113,24 +136,25 @@ func (s *sim) pausedHolder(paused, next int, broken bool) {
 	s.write(h, false, false)
 	s.fault("pause", fault.ClientPause, paused)
 	s.step(simValidity)
-	s.rec.Lost(h) // the watchdog saw validity run out; the holder is still paused
+	h.Lost() // the watchdog saw validity run out; the holder is still paused
 	s.turn(next, paused)
 	s.heal("pause")
 	s.write(h, true, broken)
-	s.release(h, true)
+	s.release(h.Hold, true)
 }
 
 // simMargin is the order margin of the order scenarios: a wait that began
 // more than this after another is younger.
 const simMargin = 2 * time.Millisecond
 
-// grant completes call with a fresh hold, and has it write and release.
-func (s *sim) grant(call AcquireCall) {
+// grant completes call, client's, with a fresh hold, and has it write and
+// release.
+func (s *sim) grant(call *recorder.AcquireCall, client int) {
 	s.token++
-	h := call.OK(s.token, fmt.Sprintf("v%d", s.token), simValidity)
+	h := simHold{s.ok(call), client}
 	s.write(h, false, false)
 	s.step(time.Millisecond)
-	s.release(h, false)
+	s.release(h.Hold, false)
 	s.step(time.Millisecond)
 }
 
@@ -138,29 +162,34 @@ func (s *sim) grant(call AcquireCall) {
 // more than simMargin later; once holder releases, the key goes to waiter
 // then younger, or, with jump, to younger first while waiter still waits.
 func (s *sim) overtake(holder, waiter, younger int, jump bool) {
-	held := s.rec.Acquire(holder, "k")
+	held := s.clients[holder].Acquire("k")
 	s.step(time.Millisecond)
 	s.token++
-	h := held.OK(s.token, fmt.Sprintf("v%d", s.token), simValidity)
+	h := s.ok(held)
 	s.step(time.Millisecond)
-	older := s.rec.Acquire(waiter, "k")
+	older := s.clients[waiter].Acquire("k")
 	s.step(simMargin + time.Millisecond)
-	newer := s.rec.Acquire(younger, "k")
+	newer := s.clients[younger].Acquire("k")
 	s.step(time.Millisecond)
 	s.release(h, false)
 	if jump {
-		older, newer = newer, older
+		s.grant(newer, younger)
+		s.grant(older, waiter)
+	} else {
+		s.grant(older, waiter)
+		s.grant(newer, younger)
 	}
-	s.grant(older)
-	s.grant(newer)
 }
 
 // hold has client take key with no contender, valid for validity, with
 // token, granted by the nodes granted (nil: not recorded).
-func (s *sim) hold(client int, key string, validity time.Duration, token uint64, granted []int) Hold {
-	call := s.rec.Acquire(client, key)
+func (s *sim) hold(client int, key string, validity time.Duration, token uint64, granted []int) simHold {
+	call := s.clients[client].Acquire(key)
 	s.clk.Advance(time.Millisecond)
-	return call.OKGranted(token, fmt.Sprintf("v%d-%s", token, key), validity, granted)
+	if granted != nil {
+		call.Granted(granted)
+	}
+	return simHold{call.Value(fmt.Sprintf("v%d-%s", token, key)).OK(token, s.clk.Now().Add(validity)), client}
 }
 
 // repeatedToken plays a token handed out twice: a hold of "k" granted by
@@ -171,7 +200,7 @@ func (s *sim) repeatedToken(first, second []int, node int) {
 	s.token++
 	a := s.hold(0, "k", simValidity, s.token, first)
 	s.write(a, false, false)
-	s.release(a, false)
+	s.release(a.Hold, false)
 	s.step(time.Millisecond)
 	s.fault("amnesia", fault.RestartWithoutData, node)
 	s.step(2 * time.Millisecond)
@@ -179,7 +208,7 @@ func (s *sim) repeatedToken(first, second []int, node int) {
 	s.step(time.Millisecond)
 	b := s.hold(1, "k", simValidity, s.token, second)
 	s.write(b, false, false)
-	s.release(b, false)
+	s.release(b.Hold, false)
 	s.step(time.Millisecond)
 	s.rounds(4)
 }
@@ -187,17 +216,17 @@ func (s *sim) repeatedToken(first, second []int, node int) {
 // rounds plays n clean turns, every client trying.
 func (s *sim) rounds(n int) {
 	for i := range n {
-		s.round(i % s.clients)
+		s.round(i % len(s.clients))
 	}
 }
 
 var scenarios = []struct {
 	name     string
 	run      func(s *sim)
-	margin   time.Duration // CheckOptions.OrderMargin
-	verdict  Verdict
-	found    Counts
-	expected Counts
+	margin   time.Duration // history.CheckOptions.OrderMargin
+	verdict  history.Verdict
+	found    history.Counts
+	expected history.Counts
 }{
 	{
 		name: "allowed-faults",
@@ -218,37 +247,37 @@ var scenarios = []struct {
 				case 24:
 					s.heal("latency")
 				}
-				s.round(i % s.clients)
+				s.round(i % len(s.clients))
 			}
 		},
-		verdict: VerdictOK,
+		verdict: history.VerdictOK,
 	},
 	{
 		name: "client-pause",
 		run: func(s *sim) {
 			for i := range 12 {
-				s.round(i % s.clients)
+				s.round(i % len(s.clients))
 			}
 			s.pausedHolder(1, 2, false)
 			for i := range 12 {
-				s.round(i % s.clients)
+				s.round(i % len(s.clients))
 			}
 		},
-		verdict:  VerdictOK,
-		found:    Counts{MutualExclusion: 1},
-		expected: Counts{MutualExclusion: 1},
+		verdict:  history.VerdictOK,
+		found:    history.Counts{MutualExclusion: 1},
+		expected: history.Counts{MutualExclusion: 1},
 	},
 	{
 		name: "unfenced-store",
 		run: func(s *sim) {
 			for i := range 12 {
-				s.round(i % s.clients)
+				s.round(i % len(s.clients))
 			}
 			s.pausedHolder(1, 2, true)
 		},
-		verdict:  VerdictViolated,
-		found:    Counts{MutualExclusion: 1, StaleWritesAccepted: 1},
-		expected: Counts{MutualExclusion: 1},
+		verdict:  history.VerdictViolated,
+		found:    history.Counts{MutualExclusion: 1, StaleWritesAccepted: 1},
+		expected: history.Counts{MutualExclusion: 1},
 	},
 	{
 		// Client 2 began waiting more than the margin after client 1, whose
@@ -260,8 +289,8 @@ var scenarios = []struct {
 			s.rounds(4)
 		},
 		margin:  simMargin,
-		verdict: VerdictViolated,
-		found:   Counts{Order: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{Order: 1},
 	},
 	{
 		// The same waits, served in the order they began.
@@ -272,7 +301,7 @@ var scenarios = []struct {
 			s.rounds(4)
 		},
 		margin:  simMargin,
-		verdict: VerdictOK,
+		verdict: history.VerdictOK,
 	},
 	{
 		// The overtake, while a node is slow: the waiter's place may not
@@ -286,9 +315,9 @@ var scenarios = []struct {
 			s.rounds(4)
 		},
 		margin:   simMargin,
-		verdict:  VerdictOK,
-		found:    Counts{Order: 1},
-		expected: Counts{Order: 1},
+		verdict:  history.VerdictOK,
+		found:    history.Counts{Order: 1},
+		expected: history.Counts{Order: 1},
 	},
 	{
 		// A 1 ms node clock skew at the start, while a key of an hour's
@@ -300,7 +329,7 @@ var scenarios = []struct {
 			s.fault("skew", fault.ClockSkew, 0)
 			u := s.hold(3, "u", time.Hour, 1, nil)
 			s.heal("skew")
-			s.release(u, false)
+			s.release(u.Hold, false)
 			s.rounds(4)
 			s.clk.Advance(10 * time.Minute)
 			s.token++
@@ -310,13 +339,13 @@ var scenarios = []struct {
 			b := s.hold(1, "k", simValidity, s.token, nil)
 			s.write(b, false, false)
 			s.clk.Advance(simValidity)
-			s.release(a, true)
-			s.release(b, false)
+			s.release(a.Hold, true)
+			s.release(b.Hold, false)
 			s.step(time.Millisecond)
 			s.rounds(4)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{MutualExclusion: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{MutualExclusion: 1},
 	},
 	{
 		// A token handed out twice, while a node outside the first hold's
@@ -324,17 +353,17 @@ var scenarios = []struct {
 		// node the two quorums share, so amnesia does not explain it.
 		name:    "amnesia-off-quorum",
 		run:     func(s *sim) { s.repeatedToken([]int{0, 1, 2}, []int{2, 3, 4}, 4) },
-		verdict: VerdictViolated,
-		found:   Counts{FencingOrder: 1, DuplicateTokens: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{FencingOrder: 1, DuplicateTokens: 1},
 	},
 	{
 		// The same, but the node the two quorums share lost its data
 		// between them: expected.
 		name:     "amnesia-in-quorum",
 		run:      func(s *sim) { s.repeatedToken([]int{0, 1, 2}, []int{2, 3, 4}, 2) },
-		verdict:  VerdictOK,
-		found:    Counts{FencingOrder: 1, DuplicateTokens: 1},
-		expected: Counts{FencingOrder: 1, DuplicateTokens: 1},
+		verdict:  history.VerdictOK,
+		found:    history.Counts{FencingOrder: 1, DuplicateTokens: 1},
+		expected: history.Counts{FencingOrder: 1, DuplicateTokens: 1},
 	},
 	{
 		// Two overtakes, with no margin: order is not judged.
@@ -345,7 +374,7 @@ var scenarios = []struct {
 			s.overtake(3, 0, 1, true)
 			s.rounds(4)
 		},
-		verdict: VerdictOK,
+		verdict: history.VerdictOK,
 	},
 }
 
@@ -356,9 +385,11 @@ func TestGolden(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			s := newSim(5, 4)
 			sc.run(s)
-			s.rec.FinalStore("r", s.log)
+			s.rec.Store("r", s.log)
+			h := s.mem.History()
+			h.Clients = nil // the files number their clients, as a chaos run's did
 			var gen bytes.Buffer
-			if err := WriteJSONL(&gen, s.rec.History()); err != nil {
+			if err := history.WriteJSONL(&gen, h); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", sc.name+".jsonl")
@@ -374,11 +405,11 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(data, gen.Bytes()) {
 				t.Errorf("%s differs from what the generator writes (run with -update)", path)
 			}
-			h, err := ReadJSONL(bytes.NewReader(data))
+			h, err = history.ReadJSONL(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := Check(h, CheckOptions{OrderMargin: sc.margin})
+			res := history.Check(h, history.CheckOptions{OrderMargin: sc.margin})
 			if res.Verdict != sc.verdict || res.Found != sc.found || res.Expected != sc.expected {
 				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v",
 					res.Verdict, res.Reason, res.Found, res.Expected, sc.verdict, sc.found, sc.expected)
@@ -408,53 +439,53 @@ func TestRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		file     string
 		strict   bool
-		verdict  Verdict
+		verdict  history.Verdict
 		acquired int
 		faults   map[fault.Kind]int
-		found    Counts
-		expected Counts
+		found    history.Counts
+		expected history.Counts
 		rejected int
 	}{
-		{file: "kill-partition-pause.jsonl", verdict: VerdictOK, acquired: 126,
+		{file: "kill-partition-pause.jsonl", verdict: history.VerdictOK, acquired: 126,
 			faults: map[fault.Kind]int{fault.Kill: 2, fault.Partition: 1, fault.Pause: 1}},
-		{file: "amnesia.jsonl", verdict: VerdictOK, acquired: 72,
+		{file: "amnesia.jsonl", verdict: history.VerdictOK, acquired: 72,
 			faults: map[fault.Kind]int{fault.KillDuringAcquire: 4, fault.RestartWithoutData: 3}},
-		{file: "client-pause.jsonl", verdict: VerdictOK, acquired: 51, rejected: 3,
+		{file: "client-pause.jsonl", verdict: history.VerdictOK, acquired: 51, rejected: 3,
 			faults: map[fault.Kind]int{fault.ClientPause: 4},
-			found:  Counts{MutualExclusion: 26}, expected: Counts{MutualExclusion: 26}},
-		{file: "client-pause.jsonl", strict: true, verdict: VerdictViolated, acquired: 51, rejected: 3,
+			found:  history.Counts{MutualExclusion: 26}, expected: history.Counts{MutualExclusion: 26}},
+		{file: "client-pause.jsonl", strict: true, verdict: history.VerdictViolated, acquired: 51, rejected: 3,
 			faults: map[fault.Kind]int{fault.ClientPause: 4},
-			found:  Counts{MutualExclusion: 26}},
-		{file: "hunt.jsonl", verdict: VerdictOK, acquired: 61, rejected: 10,
+			found:  history.Counts{MutualExclusion: 26}},
+		{file: "hunt.jsonl", verdict: history.VerdictOK, acquired: 61, rejected: 10,
 			faults: map[fault.Kind]int{fault.ClockSkew: 2, fault.DropHeal: 5, fault.Kill: 1, fault.LateWrite: 10,
 				fault.LoseReplies: 2, fault.Partition: 5, fault.Restart: 1, fault.RestartWithoutData: 3},
-			found: Counts{MutualExclusion: 10}, expected: Counts{MutualExclusion: 10}},
-		{file: "release-without-publish.jsonl", verdict: VerdictViolated, acquired: 73, rejected: 9,
+			found: history.Counts{MutualExclusion: 10}, expected: history.Counts{MutualExclusion: 10}},
+		{file: "release-without-publish.jsonl", verdict: history.VerdictViolated, acquired: 73, rejected: 9,
 			faults: map[fault.Kind]int{fault.ClockSkew: 2, fault.DropHeal: 5, fault.Kill: 1, fault.LateWrite: 9,
 				fault.LoseReplies: 2, fault.Partition: 5, fault.Restart: 1, fault.RestartWithoutData: 3},
-			found: Counts{MutualExclusion: 11, Handover: 1}, expected: Counts{MutualExclusion: 11}},
+			found: history.Counts{MutualExclusion: 11, Handover: 1}, expected: history.Counts{MutualExclusion: 11}},
 	} {
 		t.Run(fmt.Sprintf("%s strict=%v", tc.file, tc.strict), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "recorded", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := ReadJSONL(bytes.NewReader(data))
+			h, err := history.ReadJSONL(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var again bytes.Buffer
-			if err := WriteJSONL(&again, h); err != nil {
+			if err := history.WriteJSONL(&again, h); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(again.Bytes(), data) {
 				t.Errorf("written again, %s differs", tc.file)
 			}
-			var opts CheckOptions
+			var opts history.CheckOptions
 			if tc.strict {
-				opts.Expected = map[Property][]fault.Kind{}
+				opts.Expected = map[history.Property][]fault.Kind{}
 			}
-			res := Check(h, opts)
+			res := history.Check(h, opts)
 			faults := map[fault.Kind]int{}
 			for _, f := range res.Faults {
 				faults[f.Kind]++
@@ -477,5 +508,21 @@ func TestRecorded(t *testing.T) {
 				t.Errorf("handover %+v", s)
 			}
 		})
+	}
+}
+
+// TestOrderNotJudged checks that the history that order-not-judged leaves
+// unjudged has overtakes to find.
+func TestOrderNotJudged(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "order-not-judged.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadJSONL(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := history.Check(h, history.CheckOptions{OrderMargin: simMargin}); res.Found.Order != 2 || res.Verdict != history.VerdictViolated {
+		t.Fatalf("verdict %s (%s), found %+v; want violated, order 2", res.Verdict, res.Reason, res.Found)
 	}
 }

@@ -1,8 +1,8 @@
-// Package history records what the clients of a chaos run did and checks it.
+// Package history holds what the clients of a lock did and checks it.
 // A History is a plain list of operations (acquire, release, fenced write, lost
 // signal) and fault intervals, every one stamped with invoke and complete times
-// on one monotonic clock that starts with the run; a Recorder builds it from many
-// goroutines at once. Check reads a History and nothing else: it derives the
+// on one monotonic clock that starts with the run; package recorder builds it
+// from many goroutines at once. Check reads a History and nothing else: it derives the
 // interval during which each client believed it held the lock, and reports
 // mutual exclusion, fencing order, duplicate tokens, stale writes accepted,
 // acknowledged writes lost and holds an extension brought back after another

@@ -69,7 +69,7 @@ const (
 // (by invocation, acquires first among equals, then by ID), then one store
 // line per resource of h.Final, sorted by name. ReadJSONL reads it back into
 // an equal History, but for the op IDs of a history whose ops were not in
-// that order (a Recorder's faults, recorded when they end): those come back
+// that order (faults that package recorder records when they end): those come back
 // in that order, renumbered. Files it writes are thus canonical: read and
 // written again, they do not change.
 func WriteJSONL(w io.Writer, h History) error {
@@ -85,7 +85,7 @@ func WriteJSONL(w io.Writer, h History) error {
 		return cmp.Or(cmp.Compare(a.Invoke, b.Invoke), cmp.Compare(rank(a.Kind), rank(b.Kind)))
 	})
 	for _, op := range ops {
-		if err := enc.Encode(opLine(h, op)); err != nil {
+		if err := enc.Encode(h.Line(op)); err != nil {
 			return err
 		}
 	}
@@ -108,7 +108,10 @@ type storeLine struct {
 	Entries  []string `json:"entries"`
 }
 
-func opLine(h History, op Op) Line {
+// Line returns the line that records op in the JSON Lines format, its
+// client named as h names it and its times h's offsets: the line WriteJSONL
+// writes for op.
+func (h History) Line(op Op) Line {
 	l := Line{Kind: string(op.Kind), Key: op.Key, Outcome: string(op.Outcome), Token: op.Token, Value: op.Value,
 		Resource: op.Resource, Entry: op.Entry, Seq: op.Seq, Err: op.Err}
 	inv := int64(op.Invoke)

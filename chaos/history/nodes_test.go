@@ -1,4 +1,4 @@
-package history
+package history_test
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
 // simAllowance is the release allowance of the node scenarios.
@@ -17,10 +19,10 @@ const simAllowance = 10 * time.Millisecond
 
 // probeRound probes every node for h: node i found value[i] ("" for no
 // key) with a time to live of pttl[i].
-func (s *sim) probeRound(h Hold, value []string, pttl []time.Duration) {
-	calls := make([]ProbeCall, len(value))
+func (s *sim) probeRound(h simHold, value []string, pttl []time.Duration) {
+	calls := make([]*recorder.ProbeCall, len(value))
 	for i := range value {
-		calls[i] = s.rec.ProbeHold(h, i)
+		calls[i] = h.Probe(i)
 	}
 	s.step(200 * time.Microsecond)
 	for i, c := range calls {
@@ -34,10 +36,10 @@ func (s *sim) probeRound(h Hold, value []string, pttl []time.Duration) {
 }
 
 // held is a probe round's values: h's value on the first n of 5 nodes.
-func held(h Hold, n int) []string {
+func held(h simHold, n int) []string {
 	v := make([]string, 5)
 	for i := range n {
-		v[i] = h.Value
+		v[i] = h.Value()
 	}
 	return v
 }
@@ -57,7 +59,7 @@ func ttls(short int, shortTTL time.Duration) []time.Duration {
 
 // acquireProbed is a turn of client 0 whose acquire is probed on every
 // node: h's value on all, short of the validity on the first short ones.
-func (s *sim) acquireProbed(short int) Hold {
+func (s *sim) acquireProbed(short int) simHold {
 	h := s.acquire(0, -1)
 	s.probeRound(h, held(h, 5), ttls(short, simValidity/3))
 	s.write(h, false, false)
@@ -67,32 +69,32 @@ func (s *sim) acquireProbed(short int) Hold {
 var nodeScenarios = []struct {
 	name          string
 	run           func(s *sim)
-	verdict       Verdict
-	found, expect Counts
+	verdict       history.Verdict
+	found, expect history.Counts
 }{
 	{
 		name: "nodes-kept",
 		run: func(s *sim) {
 			s.rounds(2)
 			h := s.acquireProbed(2) // two nodes short of Until: a quorum still holds it
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.probeRound(h, held(h, 2), ttls(5, simValidity)) // two did not answer the release yet
 			s.step(simAllowance)
 			s.probeRound(h, held(h, 0), nil)
 			s.rounds(1)
 		},
-		verdict: VerdictOK,
+		verdict: history.VerdictOK,
 	},
 	{
 		name: "until-beyond-quorum",
 		run: func(s *sim) {
 			s.rounds(2)
 			h := s.acquireProbed(3)
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.rounds(1)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{UntilBeyondQuorum: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{UntilBeyondQuorum: 1},
 	},
 	{
 		// The same, with the clock of a node that fell short jumping.
@@ -102,35 +104,35 @@ var nodeScenarios = []struct {
 			s.fault("skew", fault.ClockSkew, 1)
 			h := s.acquireProbed(3)
 			s.heal("skew")
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.rounds(1)
 		},
-		verdict: VerdictOK,
-		found:   Counts{UntilBeyondQuorum: 1},
-		expect:  Counts{UntilBeyondQuorum: 1},
+		verdict: history.VerdictOK,
+		found:   history.Counts{UntilBeyondQuorum: 1},
+		expect:  history.Counts{UntilBeyondQuorum: 1},
 	},
 	{
 		name: "unlock-released-on-too-few",
 		run: func(s *sim) {
 			s.rounds(2)
 			h := s.acquireProbed(0)
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.probeRound(h, held(h, 3), ttls(5, simValidity))
 			s.rounds(1)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{UnlockResult: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{UnlockResult: 1},
 	},
 	{
 		name: "unlock-lost-while-held",
 		run: func(s *sim) {
 			s.rounds(2)
 			h := s.acquireProbed(0)
-			s.release(h, true)
+			s.release(h.Hold, true)
 			s.rounds(1)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{UnlockResult: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{UnlockResult: 1},
 	},
 	{
 		// Lost, and rightly: the Unlock came after the keys the probes saw
@@ -140,23 +142,23 @@ var nodeScenarios = []struct {
 			s.rounds(2)
 			h := s.acquireProbed(0)
 			s.step(3 * simValidity)
-			s.release(h, true)
+			s.release(h.Hold, true)
 			s.rounds(1)
 		},
-		verdict: VerdictOK,
+		verdict: history.VerdictOK,
 	},
 	{
 		name: "leftover-after-release",
 		run: func(s *sim) {
 			s.rounds(2)
 			h := s.acquireProbed(0)
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.step(simAllowance)
-			s.probeRound(h, []string{"", h.Value, "", "", ""}, ttls(5, simValidity))
+			s.probeRound(h, []string{"", h.Value(), "", "", ""}, ttls(5, simValidity))
 			s.rounds(1)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{LeftoverGrant: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{LeftoverGrant: 1},
 	},
 	{
 		// The same leftover, on a node cut off meanwhile: the release is
@@ -166,15 +168,15 @@ var nodeScenarios = []struct {
 			s.rounds(2)
 			h := s.acquireProbed(0)
 			s.fault("partition", fault.Partition, 1)
-			s.release(h, false)
+			s.release(h.Hold, false)
 			s.step(simAllowance)
 			s.heal("partition")
-			s.probeRound(h, []string{"", h.Value, "", "", ""}, ttls(5, simValidity))
+			s.probeRound(h, []string{"", h.Value(), "", "", ""}, ttls(5, simValidity))
 			s.rounds(1)
 		},
-		verdict: VerdictOK,
-		found:   Counts{LeftoverGrant: 1},
-		expect:  Counts{LeftoverGrant: 1},
+		verdict: history.VerdictOK,
+		found:   history.Counts{LeftoverGrant: 1},
+		expect:  history.Counts{LeftoverGrant: 1},
 	},
 	{
 		// A failed acquire's own grant, found on a node after the
@@ -182,16 +184,16 @@ var nodeScenarios = []struct {
 		name: "leftover-after-failure",
 		run: func(s *sim) {
 			s.rounds(2)
-			s.rec.Acquire(1, "k").Fail(errors.New("not acquired"))
-			s.rec.Probe(1, "k", 2).Found("mine", simValidity, true)
+			s.clients[1].Acquire("k").Fail(errors.New("not acquired"))
+			s.clients[1].Probe("k", 2).Found("mine", simValidity, true)
 			s.step(simAllowance)
-			s.rec.Probe(1, "k", 2).Found("mine", simValidity, true)
-			s.rec.Probe(1, "k", 3).Found("theirs", simValidity, false)
-			s.rec.Probe(1, "k", 4).Fail(errors.New("timeout"))
+			s.clients[1].Probe("k", 2).Found("mine", simValidity, true)
+			s.clients[1].Probe("k", 3).Found("theirs", simValidity, false)
+			s.clients[1].Probe("k", 4).Fail(errors.New("timeout"))
 			s.rounds(1)
 		},
-		verdict: VerdictViolated,
-		found:   Counts{LeftoverGrant: 1},
+		verdict: history.VerdictViolated,
+		found:   history.Counts{LeftoverGrant: 1},
 	},
 }
 
@@ -202,9 +204,11 @@ func TestNodeGuarantees(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			s := newSim(5, 4)
 			sc.run(s)
-			s.rec.FinalStore("r", s.log)
+			s.rec.Store("r", s.log)
+			h := s.mem.History()
+			h.Clients = nil // the files number their clients, as a chaos run's did
 			var gen bytes.Buffer
-			if err := WriteJSONL(&gen, s.rec.History()); err != nil {
+			if err := history.WriteJSONL(&gen, h); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", sc.name+".jsonl")
@@ -220,21 +224,21 @@ func TestNodeGuarantees(t *testing.T) {
 			if !bytes.Equal(data, gen.Bytes()) {
 				t.Errorf("%s differs from what the generator writes (run with -update)", path)
 			}
-			h, err := ReadJSONL(bytes.NewReader(data))
+			back, err := history.ReadJSONL(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var again bytes.Buffer
-			if err := WriteJSONL(&again, h); err != nil || !bytes.Equal(again.Bytes(), data) {
+			if err := history.WriteJSONL(&again, back); err != nil || !bytes.Equal(again.Bytes(), data) {
 				t.Errorf("read and written again, %s differs (%v)", path, err)
 			}
-			res := Check(h, CheckOptions{ReleaseAllowance: simAllowance})
+			res := history.Check(back, history.CheckOptions{ReleaseAllowance: simAllowance})
 			if res.Verdict != sc.verdict || res.Found != sc.found || res.Expected != sc.expect {
 				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v\n%v",
 					res.Verdict, res.Reason, res.Found, res.Expected, sc.verdict, sc.found, sc.expect, res.Violations)
 			}
 			// Without an allowance, leftovers are not judged.
-			if n := Check(h, CheckOptions{}).Found.LeftoverGrant; n != 0 {
+			if n := history.Check(back, history.CheckOptions{}).Found.LeftoverGrant; n != 0 {
 				t.Errorf("%d leftover grants judged with no allowance", n)
 			}
 		})
@@ -259,15 +263,15 @@ func TestProbeLineErrors(t *testing.T) {
 		{`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","entry":"e"}`, "entry"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			_, err := ReadJSONL(strings.NewReader(acq + tc.line + "\n"))
-			var le *LineError
+			_, err := history.ReadJSONL(strings.NewReader(acq + tc.line + "\n"))
+			var le *history.LineError
 			if !errors.As(err, &le) || le.Line != 2 || le.Field != tc.field {
 				t.Fatalf("error %v; want line 2, field %q", err, tc.field)
 			}
 		})
 	}
 	// A good one names its hold, and keeps the value it found.
-	h, err := ReadJSONL(strings.NewReader(acq +
+	h, err := history.ReadJSONL(strings.NewReader(acq +
 		`{"kind":"probe","client":0,"key":"k","node":1,"invoke_ns":6,"complete_ns":7,"outcome":"ok","token":1,"value":"w","pttl_ns":9}` + "\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,79 +1,119 @@
 package recorder
 
 import (
+	"slices"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
-// AcquireCall is an acquire in flight.
-type AcquireCall struct {
-	r           *Recorder
-	id          int
-	client, key string
+// Client is a client of the lock, as Recorder.Client names it: it records
+// the calls that client makes.
+type Client struct {
+	r     *Recorder
+	index int
 }
 
-// Acquire records that client calls the lock's acquire (Lock, TryLock) for
-// key. Name each client (a goroutine, a process) uniquely across every
-// history checked together; a client holds a key at most once at a time.
-func (r *Recorder) Acquire(client, key string) *AcquireCall {
-	return &AcquireCall{r, r.begin(history.Line{Kind: string(history.KindAcquire), Client: client, Key: key}), client, key}
+// Acquire records that the client calls the lock's acquire (Lock, TryLock)
+// for key.
+func (c *Client) Acquire(key string) *AcquireCall {
+	return &AcquireCall{c.r, c.r.begin(history.Op{Kind: history.KindAcquire, Client: c.index, Key: key})}
+}
+
+// Fault records that a client-side fault of kind (such as fault.ClientPause)
+// starts now on the client.
+func (c *Client) Fault(kind fault.Kind) *FaultCall {
+	return &FaultCall{c.r, c.r.begin(history.Op{Kind: history.KindFault, Fault: kind, Client: c.index})}
+}
+
+// FaultAt records a client-side fault of kind on the client that is already
+// over, as Recorder.NodeFaultAt does for a node.
+func (c *Client) FaultAt(kind fault.Kind, start, end time.Time, err error) {
+	c.r.faultAt(history.Op{Kind: history.KindFault, Fault: kind, Client: c.index}, start, end, err)
+}
+
+// AcquireCall is an acquire in flight.
+type AcquireCall struct {
+	r  *Recorder
+	id int
+}
+
+// Value records the lock value of the hold (with fencedlock, Lock.Value()),
+// for the reader of the history; call it before OK. It returns c.
+func (c *AcquireCall) Value(value string) *AcquireCall {
+	c.r.update(c.id, func(op *history.Op) { op.Value = value })
+	return c
+}
+
+// Granted records the nodes whose grants counted toward the hold's token
+// (indexes of the lock's nodes, as fault lines name them; with fencedlock,
+// Lock.Nodes()), so that the checker blames a node fault only on the holds
+// it could reach; call it before OK. It returns c.
+func (c *AcquireCall) Granted(nodes []int) *AcquireCall {
+	c.r.update(c.id, func(op *history.Op) { op.Granted = slices.Clone(nodes) })
+	return c
 }
 
 // OK records that the lock was acquired with a fencing token (> 0; with
-// fencedlock, Lock.Token()), valid until until as the recorder's clock
-// reads it (Lock.Until(), when both use the real clock). A zero until
-// records no validity end, for a holder that relies on a lost signal alone.
-// The Hold records the operations under this acquisition.
+// fencedlock, Lock.Token()), valid until until on the Recorder's clock
+// (Lock.Until(), when both use the real clock). A zero until records no
+// validity end, for a holder that relies on a lost signal alone (a hold the
+// lock extends by itself). The Hold records the operations under this
+// acquisition.
 func (c *AcquireCall) OK(token uint64, until time.Time) Hold {
-	c.r.complete(c.id, history.OK, nil, func(l *history.Line, now int64) {
-		l.Token = token
-		l.ValidUntil = c.r.validUntil(now, until)
+	op, _ := c.r.complete(c.id, history.OK, nil, func(op *history.Op, now time.Duration) {
+		op.Token = token
+		op.ValidUntil = c.r.validUntil(now, until)
 	})
-	return Hold{c.r, c.client, c.key, token}
+	return Hold{r: c.r, acquire: op}
 }
 
 // Fail records that the acquire failed with err: refused, timed out,
 // cancelled.
 func (c *AcquireCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, nil) }
 
-// validUntil maps until onto the history clock at stamp now. Call with mu
-// held.
-func (r *Recorder) validUntil(now int64, until time.Time) *int64 {
-	if until.IsZero() {
-		return nil
-	}
-	v := now + int64(until.Sub(r.clock.Now()))
-	return &v
-}
-
 // Hold is a successful acquisition: it records the operations made under it.
 type Hold struct {
-	r           *Recorder
-	client, key string
-	token       uint64
+	r       *Recorder
+	acquire history.Op // the acquire, completed
 }
 
 // Token returns the hold's fencing token.
-func (h Hold) Token() uint64 { return h.token }
+func (h Hold) Token() uint64 { return h.acquire.Token }
 
-func (h Hold) line(kind history.Kind) history.Line {
-	return history.Line{Kind: string(kind), Client: h.client, Key: h.key, Token: h.token}
+// Value returns the hold's lock value (see AcquireCall.Value).
+func (h Hold) Value() string { return h.acquire.Value }
+
+// Key returns the hold's lock key.
+func (h Hold) Key() string { return h.acquire.Key }
+
+// begin records the invocation of op, an op under h.
+func (h Hold) begin(op history.Op) int {
+	a := h.acquire
+	op.Client, op.Key, op.Hold, op.Token, op.Value = a.Client, a.Key, a.ID, a.Token, a.Value
+	return h.r.begin(op)
 }
 
 // Write records that the holder writes entry to resource with the hold's
 // token, through a fencing guard. Entries must be unique within the
-// history, and a resource written under one lock key only.
+// history, and a resource written under one lock key only: tokens are
+// compared per resource.
 func (h Hold) Write(resource, entry string) *WriteCall {
-	l := h.line(history.KindWrite)
-	l.Resource, l.Entry = resource, entry
-	return &WriteCall{h.r, h.r.begin(l)}
+	return &WriteCall{h.r, h.begin(history.Op{Kind: history.KindWrite, Resource: resource, Entry: entry})}
 }
 
 // WriteCall is a fenced write in flight.
 type WriteCall struct {
 	r  *Recorder
 	id int
+}
+
+// Seq records the store's own order of the write, for a store that says
+// (1, 2, ...; 0 is none); call it before Accepted. It returns c.
+func (c *WriteCall) Seq(seq uint64) *WriteCall {
+	c.r.update(c.id, func(op *history.Op) { op.Seq = seq })
+	return c
 }
 
 // Accepted records that the store took the write.
@@ -88,7 +128,9 @@ func (c *WriteCall) Rejected() { c.r.complete(c.id, history.Rejected, nil, nil) 
 func (c *WriteCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, nil) }
 
 // Extend records that the holder calls the lock's extend.
-func (h Hold) Extend() *ExtendCall { return &ExtendCall{h.r, h.r.begin(h.line(history.KindExtend))} }
+func (h Hold) Extend() *ExtendCall {
+	return &ExtendCall{h.r, h.begin(history.Op{Kind: history.KindExtend})}
+}
 
 // ExtendCall is an extend in flight.
 type ExtendCall struct {
@@ -99,7 +141,9 @@ type ExtendCall struct {
 // OK records that the hold was extended, now valid until until (see
 // AcquireCall.OK).
 func (c *ExtendCall) OK(until time.Time) {
-	c.r.complete(c.id, history.OK, nil, func(l *history.Line, now int64) { l.ValidUntil = c.r.validUntil(now, until) })
+	c.r.complete(c.id, history.OK, nil, func(op *history.Op, now time.Duration) {
+		op.ValidUntil = c.r.validUntil(now, until)
+	})
 }
 
 // LockLost records that the extend found the lock no longer held
@@ -111,7 +155,7 @@ func (c *ExtendCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, n
 
 // Release records that the holder calls the lock's release (Unlock).
 func (h Hold) Release() *ReleaseCall {
-	return &ReleaseCall{h.r, h.r.begin(h.line(history.KindRelease))}
+	return &ReleaseCall{h.r, h.begin(history.Op{Kind: history.KindRelease})}
 }
 
 // ReleaseCall is a release in flight.
@@ -132,9 +176,24 @@ func (c *ReleaseCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, 
 
 // Lost records that the holder saw now that it lost the lock (with
 // fencedlock, Lock.Done() closed before Unlock): from then on it must not
-// act as holder.
+// act as holder. Done() closes on Unlock too: a lost signal after the
+// release changes nothing.
 func (h Hold) Lost() {
-	h.r.complete(h.r.begin(h.line(history.KindLost)), history.OK, nil, func(l *history.Line, _ int64) {
-		l.Complete, l.Outcome = nil, "" // an instant: the invocation is the moment
+	h.r.complete(h.begin(history.Op{Kind: history.KindLost}), history.OK, nil, func(op *history.Op, _ time.Duration) {
+		op.Complete = op.Invoke // an instant: the invocation is the moment
 	})
 }
+
+// FaultCall is a fault in progress.
+type FaultCall struct {
+	r  *Recorder
+	id int
+}
+
+// End records that the fault ended: the node restarted, resumed or healed,
+// the skew or latency was removed, the client went on.
+func (c *FaultCall) End() { c.r.complete(c.id, history.OK, nil, nil) }
+
+// Fail records that the fault could not be injected or undone: the check
+// then gives no verdict but unknown, unless a violation shows anyway.
+func (c *FaultCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, nil) }

@@ -23,13 +23,13 @@ func Example() {
 	ctx := context.Background()
 	var file bytes.Buffer                             // in a real program: a file per process
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0)) // in a real program: leave out WithClock
-	rec := recorder.New(&file, recorder.WithClock(clk), recorder.WithNodes(5))
+	rec := recorder.New(recorder.NewJSONL(&file), recorder.WithClock(clk), recorder.WithNodes(5))
 	guard := fencing.NewMemory()
 	var stored []string
 
 	var token uint64
-	for i, client := range []string{"worker-a", "worker-b", "worker-a"} {
-		a := rec.Acquire(client, "invoice-42")
+	for i, name := range []string{"worker-a", "worker-b", "worker-a"} {
+		a := rec.Client(name).Acquire("invoice-42")
 		clk.Advance(2 * time.Millisecond) // l, err := locker.Lock(ctx, "invoice-42", time.Second)
 		token++
 		h := a.OK(token, clk.Now().Add(time.Second)) // a.OK(l.Token(), l.Until()), or a.Fail(err)

@@ -1,32 +1,26 @@
-// Package recorder writes a history of a program's lock operations, one JSON
-// line per operation, that `fencedlock check` checks as it checks a chaos
-// run: mutual exclusion, fencing order, duplicate tokens, stale and lost
-// writes, liveness. Wrap a Recorder around your own lock calls — fencedlock's
-// or any other lock's — recording each call just before it is made and its
-// outcome just after it returned. The format is history.ReadJSONL's
-// (docs/history-format.md).
-//
-// A Recorder is safe for concurrent use. Each operation is written as one
-// line, in one Write, when it completes; Close writes the operations still in
-// flight as never completed. A process that dies loses the lines of the calls
-// it had in flight, so a history from a crashed process says less than it
-// should, never more.
+// Package recorder records a history of lock operations — acquire, extend,
+// release, fenced write, lost signal — and faults, as package history checks
+// it, from the calls of any program: wrap a Recorder around your own lock
+// calls (fencedlock's or any other lock's), recording each call just before
+// it is made and its outcome just after it returned. A Recorder stamps every
+// operation on one clock and hands it to a Sink: JSONL writes the JSON Lines
+// format that `fencedlock check` reads (docs/history-format.md), one line
+// per operation when it completes; Memory keeps a history.History that can
+// be checked while the recording goes on, as the chaos harness does. A
+// Recorder is safe for concurrent use; stamps follow the order in which the
+// calls were made. Each call is completed once: a second completion, or one
+// after Close, records nothing. A process that dies loses the calls it had
+// in flight, so its history says less than it should, never more.
 //
 // Times are stamped on one clock for the whole history. The default clock is
 // the Unix time when the Recorder was made plus the monotonic time since:
 // steady within a process, and shared by the processes of one machine to
-// within their clocks' agreement at start, so their histories can be
+// within their clocks' agreement at start, so their JSON Lines files can be
 // concatenated and checked together. Across machines that agreement is what
 // NTP gives; a check is then only as precise as that.
-//
-// For a chaos run inside one process, package history's Recorder keeps the
-// history in memory instead.
 package recorder
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"sync"
 	"time"
 
@@ -35,18 +29,18 @@ import (
 	"github.com/fencedlock/fencedlock/clock"
 )
 
-// Recorder writes operations to an io.Writer as they complete. Make one with
-// New; the zero Recorder is not usable.
+// Recorder stamps operations and hands them to its Sink. Make one with New;
+// the zero Recorder is not usable.
 type Recorder struct {
 	clock clock.PassiveClock
-	start time.Time // on clock
-	base  int64     // the stamp of start
+	start time.Time // on clock; stamps are offsets from it
 
-	mu      sync.Mutex // protects w, err, pending, next; serialises stamps and writes
-	w       io.Writer
-	err     error
-	pending map[int]history.Line // calls in flight, by call number
-	next    int
+	mu      sync.Mutex // protects the fields below; serialises stamps and sink calls
+	sink    Sink
+	clients map[string]int     // client indexes, by name
+	ops     int                // operations begun
+	pending map[int]history.Op // operations in flight, by ID
+	closed  bool               // Close was called: nothing more is recorded
 }
 
 // Option configures New.
@@ -57,114 +51,110 @@ type config struct {
 	nodes int
 }
 
-// WithClock sets the clock that stamps operations, and reads Until times.
-// Default clock.Real(): stamps are Unix nanoseconds, steady within the
-// process.
+// WithClock sets the clock that stamps operations and reads the times given
+// to the Recorder (validity ends, fault times). Default clock.Real(): JSONL
+// stamps are Unix nanoseconds, steady within the process.
 func WithClock(c clock.PassiveClock) Option { return func(cfg *config) { cfg.clock = c } }
 
 // WithNodes records that the lock runs on n nodes, so that the check can
 // tell when a quorum was up and judge liveness. Default: not recorded.
 func WithNodes(n int) Option { return func(cfg *config) { cfg.nodes = n } }
 
-// New returns a Recorder that writes to w. With WithNodes it writes the run
-// line at once.
-func New(w io.Writer, opts ...Option) *Recorder {
+// New returns a Recorder that records into s, its clock starting now. A Sink
+// serves one Recorder.
+func New(s Sink, opts ...Option) *Recorder {
 	cfg := config{clock: clock.Real()}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	now := cfg.clock.Now()
-	r := &Recorder{clock: cfg.clock, start: now, base: now.UnixNano(), w: w, pending: map[int]history.Line{}}
-	if cfg.nodes > 0 {
-		r.mu.Lock()
-		r.write(history.Line{Kind: history.LineRun, Nodes: cfg.nodes})
-		r.mu.Unlock()
-	}
+	r := &Recorder{clock: cfg.clock, start: cfg.clock.Now(), sink: s,
+		clients: map[string]int{}, pending: map[int]history.Op{}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.open(run{nodes: cfg.nodes, start: r.start, now: r.Now})
 	return r
 }
 
-// stamp is the current time on the history clock. Call with mu held.
-func (r *Recorder) stamp() int64 { return r.base + int64(r.clock.Since(r.start)) }
+// Now returns the current time on the history clock: the time since the
+// Recorder was made.
+func (r *Recorder) Now() time.Duration { return r.clock.Since(r.start) }
 
-// write encodes l and writes it in one Write, keeping the first error.
-// Call with mu held.
-func (r *Recorder) write(l history.Line) {
-	if r.err != nil {
-		return
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if r.err = enc.Encode(l); r.err == nil {
-		_, r.err = r.w.Write(buf.Bytes())
-	}
-}
+// Offset returns t, a time on the Recorder's clock, on the history clock.
+func (r *Recorder) Offset(t time.Time) time.Duration { return t.Sub(r.start) }
 
-// begin stamps the invocation of l and keeps it in flight.
-func (r *Recorder) begin(l history.Line) int {
+// Client returns the client named name, numbered in the order clients are
+// first named. Name each client (a goroutine, a process) uniquely across
+// every history checked together; a client holds a key at most once at a
+// time. Client panics on an empty name, which the format cannot carry.
+func (r *Recorder) Client(name string) *Client {
+	if name == "" {
+		panic("recorder: a client needs a name")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inv := r.stamp()
-	l.Invoke = &inv
-	r.next++
-	r.pending[r.next] = l
-	return r.next
-}
-
-// complete stamps call id complete with outcome, lets set fill in the
-// result fields, and writes the line. Completing a call twice does nothing.
-func (r *Recorder) complete(id int, outcome history.Outcome, err error, set func(l *history.Line, now int64)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, ok := r.pending[id]
+	i, ok := r.clients[name]
 	if !ok {
-		return
+		i = len(r.clients)
+		r.clients[name] = i
+		r.sink.client(name)
+	}
+	return &Client{r: r, index: i}
+}
+
+// begin stamps the invocation of op, hands it to the sink and keeps it in
+// flight; it returns op's ID.
+func (r *Recorder) begin(op history.Op) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops++
+	op.ID, op.Invoke = r.ops, r.Now()
+	if !r.closed {
+		r.pending[op.ID] = op
+		r.sink.record(op)
+	}
+	return op.ID
+}
+
+// complete stamps op id complete with outcome and err, lets set fill in the
+// result fields (now is the stamp), and hands the op to the sink. It returns
+// the op and whether it was in flight.
+func (r *Recorder) complete(id int, outcome history.Outcome, err error, set func(op *history.Op, now time.Duration)) (history.Op, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op, ok := r.pending[id]
+	if !ok {
+		return op, false
 	}
 	delete(r.pending, id)
-	now := r.stamp()
-	l.Complete, l.Outcome = &now, string(outcome)
+	op.Complete, op.Outcome = r.Now(), outcome
 	if err != nil {
-		l.Err = err.Error()
+		op.Err = err.Error()
 	}
 	if set != nil {
-		set(&l, now)
+		set(&op, op.Complete)
 	}
-	r.write(l)
+	r.sink.record(op)
+	return op, true
 }
 
-// Store records the final contents of a store resource: every entry it
-// holds, in its order. Call it once per resource written, when the writes
-// are over, so that the check finds acknowledged writes that were lost.
-func (r *Recorder) Store(resource string, entries []string) {
-	if entries == nil {
-		entries = []string{}
-	}
+// update lets set change op id while it is in flight, for the data given
+// before its outcome.
+func (r *Recorder) update(id int, set func(op *history.Op)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.write(history.Line{Kind: history.LineStore, Resource: resource, Entries: entries})
+	if op, ok := r.pending[id]; ok {
+		set(&op)
+		r.pending[id] = op
+	}
 }
 
-// Err returns the first error writing to the Writer; after one, nothing
-// more is written.
-func (r *Recorder) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
-}
-
-// Close writes the calls still in flight as never completed, and returns
-// Err. It does not close the Writer. Calls completed after Close are not
-// written.
-func (r *Recorder) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id := 1; id <= r.next; id++ {
-		if l, ok := r.pending[id]; ok {
-			r.write(l)
-			delete(r.pending, id)
-		}
+// validUntil maps until, on the Recorder's clock, onto the history clock at
+// stamp now; the zero time is no validity end. Call with mu held.
+func (r *Recorder) validUntil(now time.Duration, until time.Time) time.Duration {
+	if until.IsZero() {
+		return 0
 	}
-	return r.err
+	return now + until.Sub(r.clock.Now())
 }
 
 // NodeFault records that a fault of kind starts now on node (an index into
@@ -172,24 +162,54 @@ func (r *Recorder) Close() error {
 // then knows when a quorum was down, and blames violations on the faults
 // around them.
 func (r *Recorder) NodeFault(kind fault.Kind, node int) *FaultCall {
-	return &FaultCall{r, r.begin(history.Line{Kind: string(history.KindFault), Fault: string(kind), Node: &node})}
+	return &FaultCall{r, r.begin(history.Op{Kind: history.KindFault, Fault: kind, Node: node})}
 }
 
-// ClientFault records that a fault of kind (a client-side one, such as
-// fault.ClientPause) starts now on client.
-func (r *Recorder) ClientFault(kind fault.Kind, client string) *FaultCall {
-	return &FaultCall{r, r.begin(history.Line{Kind: string(history.KindFault), Fault: string(kind), Client: client})}
+// NodeFaultAt records a fault of kind on node that is already over, from
+// start to end on the Recorder's clock (an end before start counts as
+// start): for fault runners that report a fault when it ended. A non-nil
+// err records it as failed (see FaultCall.Fail).
+func (r *Recorder) NodeFaultAt(kind fault.Kind, node int, start, end time.Time, err error) {
+	r.faultAt(history.Op{Kind: history.KindFault, Fault: kind, Node: node}, start, end, err)
 }
 
-// FaultCall is a fault in progress.
-type FaultCall struct {
-	r  *Recorder
-	id int
+func (r *Recorder) faultAt(op history.Op, start, end time.Time, err error) {
+	op.Invoke = r.Offset(start)
+	op.Complete, op.Outcome = max(r.Offset(end), op.Invoke), history.OK
+	if err != nil {
+		op.Outcome, op.Err = history.Failed, err.Error()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops++
+	op.ID = r.ops
+	if !r.closed {
+		r.sink.record(op)
+	}
 }
 
-// End records that the fault ended.
-func (c *FaultCall) End() { c.r.complete(c.id, history.OK, nil, nil) }
+// Store records the final contents of a store resource: every entry it
+// holds, in its order. Call it once per resource written, when the writes
+// are over, so that the check finds acknowledged writes that were lost.
+func (r *Recorder) Store(resource string, entries []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.sink.store(resource, entries)
+	}
+}
 
-// Fail records that the fault could not be injected or undone: the check
-// then gives no verdict but unknown, unless a violation shows anyway.
-func (c *FaultCall) Fail(err error) { c.r.complete(c.id, history.Failed, err, nil) }
+// Close ends the recording: the calls still in flight stay never completed
+// (JSONL writes them so), and nothing is recorded after. It returns the
+// sink's error (JSONL's first write error), and does not close what the sink
+// writes to.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.sink.close()
+	}
+	r.closed = true
+	clear(r.pending)
+	return r.sink.close()
+}

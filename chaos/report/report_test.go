@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden reports in testdata")
@@ -121,12 +122,12 @@ func seq(n int) []int {
 
 func TestProgress(t *testing.T) {
 	for _, tc := range []struct {
-		stats      history.Stats
+		stats      recorder.Stats
 		violations int
 		want       string
 	}{
-		{history.Stats{}, 0, "t=0.0s acq=0 fail=0 faults=0 violations=0"},
-		{history.Stats{Elapsed: 7240 * time.Millisecond, Acquisitions: 1234, AcquireFailures: 3, Faults: 5}, 2,
+		{recorder.Stats{}, 0, "t=0.0s acq=0 fail=0 faults=0 violations=0"},
+		{recorder.Stats{Elapsed: 7240 * time.Millisecond, Acquisitions: 1234, AcquireFailures: 3, Faults: 5}, 2,
 			"t=7.2s acq=1234 fail=3 faults=5 violations=2"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {

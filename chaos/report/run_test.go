@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 )
 
@@ -18,43 +19,50 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // workload plays a run on a fake clock: clients take turns on one key,
 // write to a fenced store, and release, while faults come and go.
 type workload struct {
-	clk   *clock.Fake
-	rec   *history.Recorder
-	token uint64
-	n     int // writes so far, for unique entries
-	store []string
+	clk     *clock.Fake
+	mem     *recorder.Memory
+	rec     *recorder.Recorder
+	clients []*recorder.Client // client i: index i in the history
+	token   uint64
+	n       int // writes so far, for unique entries
+	store   []string
 }
 
 func newWorkload(nodes int) *workload {
 	clk := clock.NewFake(time.Unix(0, 0))
-	return &workload{clk: clk, rec: history.NewRecorder(clk, nodes)}
+	w := &workload{clk: clk, mem: recorder.NewMemory()}
+	w.rec = recorder.New(w.mem, recorder.WithClock(clk), recorder.WithNodes(nodes))
+	for i := range 4 {
+		w.clients = append(w.clients, w.rec.Client(fmt.Sprint("client ", i)))
+	}
+	return w
 }
 
 func (w *workload) step(d time.Duration) { w.clk.Advance(d) }
 
-func (w *workload) acquire(client int) history.Hold {
-	a := w.rec.Acquire(client, "job")
+func (w *workload) acquire(client int) recorder.Hold {
+	a := w.clients[client].Acquire("job")
 	w.step(time.Millisecond + time.Duration(w.token%3)*300*time.Microsecond)
 	w.token++
-	return a.OK(w.token, fmt.Sprintf("v%d", w.token), 30*time.Millisecond)
+	return a.Value(fmt.Sprintf("v%d", w.token)).OK(w.token, w.clk.Now().Add(30*time.Millisecond))
 }
 
 // write writes under h; the store takes it unless reject is set.
-func (w *workload) write(h history.Hold, reject bool) {
+func (w *workload) write(h recorder.Hold, reject bool) {
 	w.n++
 	entry := fmt.Sprintf("e%d", w.n)
-	c := w.rec.Write(h, "table", entry)
+	c := h.Write("table", entry)
 	w.step(500 * time.Microsecond)
 	if reject {
 		c.Rejected()
 		return
 	}
 	w.store = append(w.store, entry)
-	c.Accepted(uint64(len(w.store)))
+	c.Seq(uint64(len(w.store))).Accepted()
 }
 
-func (w *workload) release(h history.Hold, lost bool) {
-	r := w.rec.Release(h)
+func (w *workload) release(h recorder.Hold, lost bool) {
+	r := h.Release()
 	w.step(500 * time.Microsecond)
 	if lost {
 		r.LockLost()
@@ -65,7 +73,7 @@ func (w *workload) release(h history.Hold, lost bool) {
 
 func (w *workload) turn(client int) {
 	if client%2 == 1 {
-		w.rec.Acquire((client+1)%4, "job").Fail(errors.New("not acquired"))
+		w.clients[(client+1)%4].Acquire("job").Fail(errors.New("not acquired"))
 	}
 	h := w.acquire(client)
 	w.write(h, false)
@@ -80,25 +88,25 @@ func (w *workload) turn(client int) {
 // an acknowledged write goes missing from the store.
 func sampleRun(broken bool) Run {
 	w := newWorkload(5)
-	kill := w.rec.Fault(fault.Kill, 1)
+	kill := w.rec.NodeFault(fault.Kill, 1)
 	for i := range 8 {
 		w.turn(i % 4)
 	}
 	kill.End()
-	lat := w.rec.Fault(fault.Latency, 3)
+	lat := w.rec.NodeFault(fault.Latency, 3)
 
 	paused := w.acquire(2)
 	w.write(paused, false)
-	pause := w.rec.Fault(fault.ClientPause, 2)
+	pause := w.clients[2].Fault(fault.ClientPause)
 	w.step(30 * time.Millisecond)
-	w.rec.Lost(paused)
+	paused.Lost()
 	w.turn(3)
 	pause.End()
 	w.write(paused, true)
 	w.release(paused, true)
 	lat.End()
 
-	part := w.rec.Fault(fault.Partition, 4)
+	part := w.rec.NodeFault(fault.Partition, 4)
 	for i := range 8 {
 		w.turn(i % 4)
 	}
@@ -113,8 +121,8 @@ func sampleRun(broken bool) Run {
 		w.store = w.store[1:]
 	}
 	w.turn(1)
-	w.rec.FinalStore("table", w.store)
-	h := w.rec.History()
+	w.rec.Store("table", w.store)
+	h := w.mem.History()
 	return Run{Clients: 4, Duration: h.End, Backend: "process", Seed: 7, History: h,
 		Result: history.Check(h, history.CheckOptions{})}
 }

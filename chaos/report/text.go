@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
 // maxTextExamples caps the violations the text summary lists.
@@ -88,7 +89,7 @@ func (r Report) WriteText(w io.Writer) error {
 
 // Progress formats one line about a run in progress, e.g.
 // "t=7.2s acq=1234 fail=3 faults=5 violations=0".
-func Progress(s history.Stats, violations int) string {
+func Progress(s recorder.Stats, violations int) string {
 	return fmt.Sprintf("t=%.1fs acq=%d fail=%d faults=%d violations=%d",
 		s.Elapsed.Seconds(), s.Acquisitions, s.AcquireFailures, s.Faults, violations)
 }

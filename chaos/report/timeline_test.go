@@ -80,13 +80,13 @@ func TestHTMLEscapes(t *testing.T) {
 // TestHTMLStarvation draws a starved client's wait over its own lane.
 func TestHTMLStarvation(t *testing.T) {
 	w := newWorkload(5)
-	starved := w.rec.Acquire(3, "job")
+	starved := w.clients[3].Acquire("job")
 	for i := range 40 {
 		w.turn(2 * (i % 2)) // clients 0 and 2, while client 3 waits
 	}
 	starved.Fail(errors.New("not acquired"))
-	w.rec.FinalStore("table", w.store)
-	h := w.rec.History()
+	w.rec.Store("table", w.store)
+	h := w.mem.History()
 	run := Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
 	if got := run.Result.Found.Starvation; got != 1 {
 		t.Fatalf("%d starved clients, want 1: %+v", got, run.Result.Starvation)
@@ -113,16 +113,16 @@ func TestHTMLHandover(t *testing.T) {
 	w := newWorkload(5)
 	h := w.acquire(0)
 	for i := range 20 {
-		waiter := w.rec.Acquire((i+1)%2, "job")
+		waiter := w.clients[(i+1)%2].Acquire("job")
 		w.step(time.Millisecond)
 		w.release(h, false)           // 0.5ms: a threshold of 2.5ms
 		w.step(40 * time.Millisecond) // the waiter sleeps out its backoff
 		w.token++
-		h = waiter.OK(w.token, fmt.Sprintf("v%d", w.token), time.Second)
+		h = waiter.Value(fmt.Sprintf("v%d", w.token)).OK(w.token, w.clk.Now().Add(time.Second))
 	}
 	w.release(h, false)
-	w.rec.FinalStore("table", w.store)
-	hist := w.rec.History()
+	w.rec.Store("table", w.store)
+	hist := w.mem.History()
 	run := Run{Clients: 2, Duration: hist.End, History: hist, Result: history.Check(hist, history.CheckOptions{})}
 	if got := run.Result.Found; got.Handover != 1 || got.Total() != 1 {
 		t.Fatalf("violations %+v, want one of handover: %+v", got, run.Result.Handover)
@@ -158,8 +158,8 @@ func busyRun(t *testing.T, n int) Run {
 		w.write(h, false)
 		w.release(h, false)
 	}
-	w.rec.FinalStore("table", w.store)
-	h := w.rec.History()
+	w.rec.Store("table", w.store)
+	h := w.mem.History()
 	return Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
 }
 

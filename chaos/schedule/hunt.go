@@ -34,11 +34,10 @@ var huntCycle = []episode{
 	(*hunt).driftingMajority,
 }
 
-// HuntKinds returns the fault kinds of NewHuntPlan's steps and windows.
+// HuntKinds returns the fault kinds of NewHuntPlan's steps and windows:
+// those of package fault that are Hunted, in its order.
 func HuntKinds() []fault.Kind {
-	return []fault.Kind{fault.Partition, fault.RestartWithoutData, fault.LoseReplies,
-		fault.Restart, fault.Kill, fault.ClockSkew, fault.DropHeal, fault.DelayHeal,
-		fault.Latency, fault.ClockDrift}
+	return slices.DeleteFunc(fault.Kinds(), func(k fault.Kind) bool { return !k.Hunted() })
 }
 
 type hunt struct {

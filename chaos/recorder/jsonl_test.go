@@ -25,15 +25,16 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Every kind of call comes back from the file as the op it records.
-func TestRecorderLines(t *testing.T) {
+func TestJSONLLines(t *testing.T) {
 	var buf bytes.Buffer
 	clk := clock.NewFake(time.Unix(100, 0))
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	step := func() { clk.Advance(time.Millisecond) }
-	rec := recorder.New(&buf, recorder.WithClock(clk), recorder.WithNodes(3))
+	rec := recorder.New(recorder.NewJSONL(&buf), recorder.WithClock(clk), recorder.WithNodes(3))
 
-	a := rec.Acquire("a", "k")
-	b := rec.Acquire("b", "k")
+	ca, cb := rec.Client("a"), rec.Client("b")
+	a := ca.Acquire("k")
+	b := cb.Acquire("k")
 	step()
 	h := a.OK(5, clk.Now().Add(ms(30))) // t=1, valid until 31
 	b.Fail(errors.New("not acquired"))
@@ -45,7 +46,7 @@ func TestRecorderLines(t *testing.T) {
 	e := h.Extend()
 	step()
 	e.OK(clk.Now().Add(ms(40))) // t=3, valid until 43
-	pause := rec.ClientFault(fault.ClientPause, "a")
+	pause := ca.Fault(fault.ClientPause)
 	step()
 	h.Lost()                       // t=4
 	pause.Fail(errors.New("boom")) // t=4
@@ -55,7 +56,7 @@ func TestRecorderLines(t *testing.T) {
 	step()
 	r.LockLost() // t=5
 	kill.End()
-	stuck := rec.Acquire("b", "k") // never returns
+	stuck := cb.Acquire("k") // never returns
 	_ = stuck
 	rec.Store("db", []string{"e1"})
 	if err := rec.Close(); err != nil {
@@ -102,13 +103,15 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestRecorderKeepsTheFirstWriteError(t *testing.T) {
+func TestJSONLKeepsTheFirstWriteError(t *testing.T) {
 	w := &failingWriter{n: 1}
-	rec := recorder.New(w)
-	rec.Acquire("a", "k").Fail(errors.New("no")) // written
-	rec.Acquire("a", "k").Fail(errors.New("no")) // fails
+	sink := recorder.NewJSONL(w)
+	rec := recorder.New(sink)
+	a := rec.Client("a")
+	a.Acquire("k").Fail(errors.New("no")) // written
+	a.Acquire("k").Fail(errors.New("no")) // fails
 	rec.Store("r", nil)
-	if err := rec.Err(); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := sink.Err(); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Err() = %v, want the write error", err)
 	}
 	if err := rec.Close(); err == nil {
@@ -118,10 +121,10 @@ func TestRecorderKeepsTheFirstWriteError(t *testing.T) {
 
 // Clients of a real lock on real nodes, recorded concurrently: the history
 // reads back whole and checks clean.
-func TestRecorderAroundRedlock(t *testing.T) {
+func TestJSONLAroundRedlock(t *testing.T) {
 	nodes := redistest.Clients(t, redistest.StartN(t, 3))
 	var file bytes.Buffer
-	rec := recorder.New(&syncWriter{w: &file}, recorder.WithNodes(3))
+	rec := recorder.New(recorder.NewJSONL(&syncWriter{w: &file}), recorder.WithNodes(3))
 	guard := fencing.NewMemory()
 	const clients, holds = 4, 15
 	var wg sync.WaitGroup
@@ -131,7 +134,7 @@ func TestRecorderAroundRedlock(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rl.Close() })
-		wg.Go(func() { hold(t.Context(), rec, rl, guard, fmt.Sprint("client-", c), holds) })
+		wg.Go(func() { hold(t.Context(), rec.Client(fmt.Sprint("client-", c)), rl, guard, c, holds) })
 	}
 	wg.Wait()
 	if err := rec.Close(); err != nil {
@@ -151,17 +154,17 @@ func TestRecorderAroundRedlock(t *testing.T) {
 	}
 }
 
-// hold takes the lock n times as client, recording each call.
-func hold(ctx context.Context, rec *recorder.Recorder, rl *redlock.Client, guard fencing.Guard, client string, n int) {
+// hold takes the lock n times as client number c, recording each call.
+func hold(ctx context.Context, client *recorder.Client, rl *redlock.Client, guard fencing.Guard, c, n int) {
 	for i := 0; i < n; {
-		a := rec.Acquire(client, "job")
+		a := client.Acquire("job")
 		l, err := rl.Lock(ctx, "job", time.Second)
 		if err != nil {
 			a.Fail(err)
 			continue
 		}
-		h := a.OK(l.Token(), l.Until())
-		w := h.Write("results", fmt.Sprintf("%s-%d", client, i))
+		h := a.Value(l.Value()).OK(l.Token(), l.Until())
+		w := h.Write("results", fmt.Sprintf("client-%d-%d", c, i))
 		switch err := guard.Admit(ctx, "results", l.Token()); {
 		case errors.Is(err, fencing.ErrStaleToken):
 			w.Rejected()

@@ -126,8 +126,6 @@ type CheckOptions struct {
 	// DefaultExpected(); storage properties are never expected by default,
 	// since fencing must keep the store correct under every fault.
 	Expected map[Property][]fault.Kind
-	// Epsilon is how much two holds may overlap before it counts; default 1ms.
-	Epsilon time.Duration
 	// Aftermath is how long after it ended a fault is still blamed; default
 	// the longest validity any acquire of the history had (about the TTL).
 	Aftermath time.Duration
@@ -283,7 +281,7 @@ func Check(h History, opts CheckOptions) Result {
 		}
 	}
 
-	vs := mutualExclusion(spans, opts.Epsilon)
+	vs := mutualExclusion(spans, h.ClockError)
 	vs = append(vs, fencingOrder(h)...)
 	vs = append(vs, duplicateTokens(h)...)
 	vs = append(vs, resurrectedHolds(h)...)
@@ -368,9 +366,6 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 	}
 	if o.Expected == nil {
 		o.Expected = DefaultExpected()
-	}
-	if o.Epsilon == 0 {
-		o.Epsilon = time.Millisecond
 	}
 	if o.Aftermath == 0 {
 		o.Aftermath = longest

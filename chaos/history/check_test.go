@@ -3,6 +3,7 @@ package history
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
@@ -46,14 +47,27 @@ func TestCheck(t *testing.T) {
 			found:   Counts{MutualExclusion: 1},
 		},
 		{
-			name: "overlap within epsilon",
+			name: "overlap within the clock error",
 			history: func(b *builder) History {
 				a := b.acquire(0, 0, 1, 50, 1)
 				b.release(a, 10, 11)
 				b.acquire(1, 9, 9.5, 50, 2) // returned 0.5 ms before the release call
+				b.h.ClockError = time.Millisecond
 				return b.done(100)
 			},
 			verdict: VerdictOK,
+		},
+		{
+			name: "overlap past the clock error",
+			history: func(b *builder) History {
+				a := b.acquire(0, 0, 1, 50, 1)
+				b.release(a, 10, 11)
+				b.acquire(1, 9, 9.5, 50, 2) // returned 0.5 ms before the release call
+				b.h.ClockError = 499 * time.Microsecond
+				return b.done(100)
+			},
+			verdict: VerdictViolated,
+			found:   Counts{MutualExclusion: 1},
 		},
 		{
 			name: "hold ends at its validity",

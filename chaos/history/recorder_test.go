@@ -203,7 +203,7 @@ func TestRecorderConcurrent(t *testing.T) {
 			// release latencies, made for round trips to Redis) would judge
 			// the scheduler. The handovers are still measured; their
 			// judgement has its own tests (handover_test.go).
-			res := Check(rec.History(), CheckOptions{Epsilon: time.Nanosecond, HandoverThreshold: time.Hour})
+			res := Check(rec.History(), CheckOptions{HandoverThreshold: time.Hour})
 			if res.Verdict != tc.verdict || res.Acquisitions != clients*rounds || res.Writes != clients*rounds {
 				t.Fatalf("verdict %s (%s), %d acquisitions, %d writes", res.Verdict, res.Reason, res.Acquisitions, res.Writes)
 			}

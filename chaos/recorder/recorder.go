@@ -66,8 +66,9 @@ func WithClock(c clock.PassiveClock) Option { return func(cfg *config) { cfg.clo
 // tell when a quorum was up and judge liveness. Default: not recorded.
 func WithNodes(n int) Option { return func(cfg *config) { cfg.nodes = n } }
 
-// New returns a Recorder that writes to w. With WithNodes it writes the run
-// line at once.
+// New returns a Recorder that writes to w. It writes the run line at once:
+// the format version, and the node count given WithNodes. The run lines of
+// several Recorders' files agree, so the files can be concatenated.
 func New(w io.Writer, opts ...Option) *Recorder {
 	cfg := config{clock: clock.Real()}
 	for _, o := range opts {
@@ -75,11 +76,9 @@ func New(w io.Writer, opts ...Option) *Recorder {
 	}
 	now := cfg.clock.Now()
 	r := &Recorder{clock: cfg.clock, start: now, base: now.UnixNano(), w: w, pending: map[int]history.Line{}}
-	if cfg.nodes > 0 {
-		r.mu.Lock()
-		r.write(history.Line{Kind: history.LineRun, Nodes: cfg.nodes})
-		r.mu.Unlock()
-	}
+	r.mu.Lock()
+	r.write(history.Line{Kind: history.LineRun, Version: history.FormatVersion, Nodes: cfg.nodes})
+	r.mu.Unlock()
 	return r
 }
 

@@ -58,6 +58,20 @@ func TestCheck(t *testing.T) {
 			verdict: VerdictOK,
 		},
 		{
+			// Found by the reference checker: the overlap ends where the
+			// shorter hold does, not where the longer one does.
+			name: "short hold inside another, within the clock error",
+			history: func(b *builder) History {
+				a := b.acquire(0, 0, 1, 50, 1)
+				b.release(a, 10, 11)
+				c := b.acquire(1, 8, 9.2, 50, 2)
+				b.release(c, 9.5, 9.6) // held 0.3 ms, inside a's hold
+				b.h.ClockError = 400 * time.Microsecond
+				return b.done(100)
+			},
+			verdict: VerdictOK,
+		},
+		{
 			name: "overlap past the clock error",
 			history: func(b *builder) History {
 				a := b.acquire(0, 0, 1, 50, 1)

@@ -23,7 +23,10 @@ func mutualExclusion(spans []Span, eps time.Duration) []Violation {
 			if s.End <= s.Start {
 				continue
 			}
-			if far != nil && s.Start < far.End-eps {
+			// The overlap with far, the earlier hold reaching furthest, is
+			// the greatest s has with any earlier hold; it ends at the
+			// earlier end of the two (s may end inside far).
+			if far != nil && min(far.End, s.End)-s.Start > eps {
 				end := min(far.End, s.End)
 				vs = append(vs, Violation{
 					Property: MutualExclusion, Key: key,

@@ -13,12 +13,12 @@ import (
 // the current rules refuse is the error of a current history, and a warning
 // of a version 1 one.
 func (p *parser) history() (History, []Warning, error) {
+	p.refuseRepeatedEntries() // before build sorts the ops: in line order
+	p.refuseUnknownNodes()
 	h, err := p.build()
 	if err != nil {
 		return History{}, nil, err
 	}
-	p.refuseRepeatedEntries()
-	p.refuseUnknownNodes()
 	slices.SortStableFunc(p.refused, func(a, b *LineError) int { return cmp.Compare(a.Line, b.Line) })
 	if h.Version != 1 {
 		if len(p.refused) > 0 {
@@ -215,12 +215,12 @@ func (p *parser) link(h *History) error {
 }
 
 // refuseRepeatedEntries refuses a write whose entry an earlier line wrote to
-// the same resource: entries are unique, so that a store holding one copy
+// the same resource (p.ops still in line order): entries are unique, so that a store holding one copy
 // cannot account for two acknowledged writes.
 func (p *parser) refuseRepeatedEntries() {
 	type write struct{ resource, entry string }
 	first := make(map[write]int) // line
-	for _, l := range slices.SortedFunc(slices.Values(p.ops), func(a, b parsed) int { return cmp.Compare(a.n, b.n) }) {
+	for _, l := range p.ops {    // in line order
 		if l.op.Kind != KindWrite {
 			continue
 		}

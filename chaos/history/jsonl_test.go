@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,8 @@ func FuzzReadJSONL(f *testing.F) {
 	f.Add([]byte(`{"kind":"fault","fault":"client-pause","client":3,"invoke_ns":1}` + "\n" + `{"kind":"run","nodes":1,"start_ns":0}`))
 	paths, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
 	recorded, _ := filepath.Glob(filepath.Join("testdata", "recorded", "*.jsonl"))
-	for _, p := range append(paths, recorded...) {
+	rules, _ := filepath.Glob(filepath.Join("testdata", "format", "*.jsonl"))
+	for _, p := range slices.Concat(paths, recorded, rules) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

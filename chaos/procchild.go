@@ -80,7 +80,8 @@ func serveClient(in io.Reader, out io.Writer) error {
 	// machine under -race the first 2s of a fresh client process got no
 	// hold at all, every dial and first call past a 50ms node timeout.
 	warmUp(append([]*redis.Client{storeRDB}, c.rdbs...), max(time.Second, 20*cfg.NodeTimeout))
-	if err := w.send(procEvent{Hello: &procHello{PID: os.Getpid(), Start: historyStart(rec)}}); err != nil {
+	start, startErr := historyStart(rec)
+	if err := w.send(procEvent{Hello: &procHello{PID: os.Getpid(), Start: start, StartError: startErr}}); err != nil {
 		return err
 	}
 	mem.Watch(func(op history.Op) { _ = w.send(procEvent{Op: &op}) })

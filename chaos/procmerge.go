@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
@@ -11,8 +12,28 @@ import (
 // store), with the ops of every client process added, all ordered by
 // invocation (acquires first among equals, as history.ReadJSONL orders
 // them) and numbered in that order, each hold's ops naming their acquire by
-// its new ID. Call it once the processes ended.
+// its new ID, and the history's clock error set to the bound of the merge.
+// Call it once the processes ended.
+//
+// Each recorder's start, Run's and every process's, is known on the shared
+// clock to within its startErr; an op of process i lands on Run's clock off
+// by its start's error less Run's. Two ops of processes i and j thus
+// disagree by at most startErr_i + startErr_j (Run's error cancels), an op
+// of process i and one of Run's own by startErr_i + Run's startErr: the
+// bound is the greatest process error plus the greater of the second
+// greatest and Run's.
 func (s *procSet) merge(h history.History) history.History {
+	var worst, second time.Duration // the two greatest process errors
+	for _, p := range s.procs {
+		if e := p.startErr; e > worst {
+			worst, second = e, worst
+		} else if e > second {
+			second = e
+		}
+	}
+	if len(s.procs) > 0 {
+		h.ClockError = max(h.ClockError, worst+max(second, s.startErr))
+	}
 	type ref struct{ proc, id int } // proc -1: h's own
 	ops := make([]history.Op, 0, len(h.Ops))
 	refs := make([]ref, 0, len(h.Ops))

@@ -34,16 +34,18 @@ import (
 // which every process reads alike). The set adds the difference between that
 // start and Run's recorder's start on the same clock, so every op lands on
 // Run's history clock. The error is that of pairing a time.Now with a
-// shared-clock reading on each side (historyStart): microseconds.
+// shared-clock reading on each side (historyStart): microseconds, measured,
+// and written in the history as its clock error (merge).
 type procSet struct {
-	cfg    Config
-	rec    *recorder.Recorder
-	mem    *recorder.Memory // rec's sink
-	b      backend.Backend
-	start  int64           // rec's start on the shared clock
-	runCtx context.Context // the workload's, ends with the run: set before it starts
-	procs  []*procClient
-	trig   *procTrigger // kill-during-acquire through client 0, or nil
+	cfg      Config
+	rec      *recorder.Recorder
+	mem      *recorder.Memory // rec's sink
+	b        backend.Backend
+	start    int64           // rec's start on the shared clock
+	startErr time.Duration   // how far start may be off
+	runCtx   context.Context // the workload's, ends with the run: set before it starts
+	procs    []*procClient
+	trig     *procTrigger // kill-during-acquire through client 0, or nil
 }
 
 // procClient is one client process.
@@ -60,8 +62,9 @@ type procClient struct {
 	ended  chan struct{} // closed when it exited and its ops are complete
 
 	// Set by the reader goroutine before ready is closed.
-	pid   int
-	shift time.Duration // from the process's history clock to Run's
+	pid      int
+	shift    time.Duration // from the process's history clock to Run's
+	startErr time.Duration // how far the process's start may be off
 
 	mu    sync.Mutex // protects the fields below
 	ops   map[int]history.Op
@@ -81,7 +84,8 @@ func startProcs(ctx context.Context, cfg Config, b backend.Backend, storeAddr st
 	if err != nil {
 		return nil, fmt.Errorf("chaos: client processes: %w", err)
 	}
-	s := &procSet{cfg: cfg, rec: rec, mem: mem, b: b, start: historyStart(rec)}
+	s := &procSet{cfg: cfg, rec: rec, mem: mem, b: b}
+	s.start, s.startErr = historyStart(rec)
 	addrs := backend.Addrs(b)
 	for i := range cfg.Clients {
 		st := procSettings{Client: i, Addrs: addrs, Store: storeAddr, Nodes: cfg.Nodes,
@@ -298,7 +302,7 @@ func (p *procClient) handle(line []byte) error {
 			return errors.New("a second hello")
 		default:
 		}
-		p.pid, p.shift = ev.Hello.PID, time.Duration(ev.Hello.Start-p.set.start)
+		p.pid, p.shift, p.startErr = ev.Hello.PID, time.Duration(ev.Hello.Start-p.set.start), ev.Hello.StartError
 		close(p.ready)
 	case ev.Op != nil:
 		p.record(*ev.Op)

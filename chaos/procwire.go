@@ -70,8 +70,9 @@ type procEvent struct {
 type procHello struct {
 	PID int `json:"pid"`
 	// Start is when the process's history clock starts, on the shared
-	// clock of the machine (see sharedNow).
-	Start int64 `json:"start_ns"`
+	// clock of the machine (see sharedNow), to within StartError.
+	Start      int64         `json:"start_ns"`
+	StartError time.Duration `json:"start_error_ns"`
 }
 
 // lineWriter writes JSON lines, one Write each, for several goroutines.
@@ -97,8 +98,10 @@ func (lw *lineWriter) send(v any) error {
 // historyStart returns when rec's clock started, on the shared clock:
 // a shared-clock reading taken next to a time.Now, less the recorder's
 // offset of that time.Now. The pair whose two shared-clock readings lie
-// closest together (a preemption between them spoils a pair) is used.
-func historyStart(rec *recorder.Recorder) int64 {
+// closest together (a preemption between them spoils a pair) is used; the
+// time.Now lies between those two readings, and start is taken at their
+// middle, so it is off by at most errBound, half their gap.
+func historyStart(rec *recorder.Recorder) (start int64, errBound time.Duration) {
 	best, gap := int64(0), int64(-1)
 	for range 16 {
 		s1 := sharedNow()
@@ -111,5 +114,5 @@ func historyStart(rec *recorder.Recorder) int64 {
 			break
 		}
 	}
-	return best
+	return best, time.Duration(gap+1) / 2 // rounded up
 }

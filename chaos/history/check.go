@@ -147,8 +147,6 @@ type CheckOptions struct {
 	// DefaultExpected(); storage properties are never expected by default,
 	// since fencing must keep the store correct under every fault.
 	Expected map[Property][]fault.Kind
-	// Epsilon is how much two holds may overlap before it counts; default 1ms.
-	Epsilon time.Duration
 	// Aftermath is how long after it ended a fault is still blamed, on the
 	// lock keys it could reach: those held or being acquired while it was
 	// active, by the client it hit or (when the history says which nodes
@@ -323,7 +321,7 @@ func Check(h History, opts CheckOptions) Result {
 		}
 	}
 
-	vs := mutualExclusion(spans, opts.Epsilon)
+	vs := mutualExclusion(spans, h.ClockError)
 	vs = append(vs, fencingOrder(h)...)
 	vs = append(vs, duplicateTokens(h)...)
 	vs = append(vs, resurrectedHolds(h)...)
@@ -410,9 +408,6 @@ func describe(c Counts) string {
 func (o CheckOptions) withDefaults(h History) CheckOptions {
 	if o.Expected == nil {
 		o.Expected = DefaultExpected()
-	}
-	if o.Epsilon == 0 {
-		o.Epsilon = time.Millisecond
 	}
 	if o.StallThreshold == 0 {
 		o.StallThreshold = stallThreshold(h)

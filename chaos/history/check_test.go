@@ -3,6 +3,7 @@ package history
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
@@ -46,14 +47,41 @@ func TestCheck(t *testing.T) {
 			found:   Counts{MutualExclusion: 1},
 		},
 		{
-			name: "overlap within epsilon",
+			name: "overlap within the clock error",
 			history: func(b *builder) History {
 				a := b.acquire(0, 0, 1, 50, 1)
 				b.release(a, 10, 11)
 				b.acquire(1, 9, 9.5, 50, 2) // returned 0.5 ms before the release call
+				b.h.ClockError = time.Millisecond
 				return b.done(100)
 			},
 			verdict: VerdictOK,
+		},
+		{
+			// Found by the reference checker: the overlap ends where the
+			// shorter hold does, not where the longer one does.
+			name: "short hold inside another, within the clock error",
+			history: func(b *builder) History {
+				a := b.acquire(0, 0, 1, 50, 1)
+				b.release(a, 10, 11)
+				c := b.acquire(1, 8, 9.2, 50, 2)
+				b.release(c, 9.5, 9.6) // held 0.3 ms, inside a's hold
+				b.h.ClockError = 400 * time.Microsecond
+				return b.done(100)
+			},
+			verdict: VerdictOK,
+		},
+		{
+			name: "overlap past the clock error",
+			history: func(b *builder) History {
+				a := b.acquire(0, 0, 1, 50, 1)
+				b.release(a, 10, 11)
+				b.acquire(1, 9, 9.5, 50, 2) // returned 0.5 ms before the release call
+				b.h.ClockError = 499 * time.Microsecond
+				return b.done(100)
+			},
+			verdict: VerdictViolated,
+			found:   Counts{MutualExclusion: 1},
 		},
 		{
 			name: "hold ends at its validity",

@@ -127,6 +127,15 @@ type History struct {
 	Final map[string][]string `json:"final,omitempty"`
 	// End is when the history was taken; open faults and holds last until then.
 	End time.Duration `json:"end_ns"`
+	// ClockError bounds how far the timestamps of two ops may be off from
+	// each other (ops stamped by processes whose clocks were merged): the
+	// checker takes two times on different ops as ordered only when they
+	// differ by more than it. Zero: one clock stamped every op.
+	ClockError time.Duration `json:"clock_error_ns,omitempty"`
+	// Version is the format version the history was read under: 1 when
+	// ReadJSONL read it by the version 1 rules (a lost extend does not end
+	// its hold), and 0 (the current rules, FormatVersion) otherwise.
+	Version int `json:"version,omitempty"`
 	// Clients names the clients by index when they were recorded under names
 	// (package recorder, or a JSON Lines history that names them); nil means
 	// clients are known by their index alone.

@@ -21,7 +21,8 @@ import (
 //	fault                                   a fault interval, on a node or a client
 //	probe                                   a read of one lock node's state for a key
 //	store                                   the final contents of a store resource
-//	run                                     the node count, the start and the end
+//	run                                     the format version, the node count, the
+//	                                        clocks' error, the start and the end
 //
 // Operations carry "client" (a number or a name), "key", "invoke_ns" and
 // "complete_ns" (nanoseconds on one clock shared by every line, from any
@@ -30,12 +31,18 @@ import (
 // client, key and token: the latest successful acquire of that key by that
 // client with that token, returned before it. Lines may come in any order.
 
+// FormatVersion is the version of the format that WriteJSONL writes and
+// ReadJSONL reads by its current rules; a history without a version is
+// version 1 (see docs/history-format.md, Versions).
+const FormatVersion = 2
+
 // Line is one line of the format, for programs that write histories
 // (package recorder does): encoding/json writes it as the format wants.
 // Times are nanoseconds on the history's one clock; nil means absent.
 type Line struct {
-	Kind       string   `json:"kind"`             // an op Kind, "fault", "store" or "run"
-	Client     any      `json:"client,omitempty"` // an index (int) or a name (string); nil for node faults
+	Kind       string   `json:"kind"`              // an op Kind, "fault", "store" or "run"
+	Version    int      `json:"version,omitempty"` // run: the format version (FormatVersion)
+	Client     any      `json:"client,omitempty"`  // an index (int) or a name (string); nil for node faults
 	Key        string   `json:"key,omitempty"`
 	Invoke     *int64   `json:"invoke_ns,omitempty"`
 	Complete   *int64   `json:"complete_ns,omitempty"` // nil when the call never returned
@@ -52,6 +59,7 @@ type Line struct {
 	Err        string   `json:"err,omitempty"`
 	Entries    []string `json:"entries,omitempty"` // store: written even when empty by WriteJSONL
 	Nodes      int      `json:"nodes,omitempty"`
+	ClockError *int64   `json:"clock_error_ns,omitempty"` // run: History.ClockError
 	Start      *int64   `json:"start_ns,omitempty"`
 	End        *int64   `json:"end_ns,omitempty"`
 	PTTL       *int64   `json:"pttl_ns,omitempty"` // probe: the key's time to live; nil when no key, or none given
@@ -61,23 +69,33 @@ type Line struct {
 // The kinds of lines beyond the Kinds of operations.
 const (
 	LineStore = "store" // the final contents of a store resource: Resource, Entries
-	LineRun   = "run"   // the node count, and where the history starts and ends: Nodes, Start, End
+	LineRun   = "run"   // the format, the node count, the clocks, where the history starts and ends
 )
 
-// WriteJSONL writes h in the JSON Lines format: a run line first (nodes,
-// start 0, end), then one line per op in the order ReadJSONL numbers them
-// (by invocation, acquires first among equals, then by ID), then one store
-// line per resource of h.Final, sorted by name. ReadJSONL reads it back into
-// an equal History, but for the op IDs of a history whose ops were not in
-// that order (faults that package recorder records when they end): those come back
-// in that order, renumbered. Files it writes are thus canonical: read and
-// written again, they do not change.
+// WriteJSONL writes h in the JSON Lines format: a run line first (version,
+// nodes, clock error, start 0, end), then one line per op in the order
+// ReadJSONL numbers them (by invocation, acquires first among equals, then
+// by ID), then one store line per resource of h.Final, sorted by name.
+// ReadJSONL reads it back into an equal History, but for the op IDs of a
+// history whose ops were not in that order (faults that package recorder
+// records when they end): those come back in that order, renumbered. Files it
+// writes are thus canonical: read and written again, they do not change.
+// The version written is FormatVersion, but for a history read as version 1
+// (h.Version 1): that one is written without a version, so that it keeps
+// the meaning it was read with.
 func WriteJSONL(w io.Writer, h History) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	zero, end := int64(0), int64(h.End)
-	if err := enc.Encode(Line{Kind: LineRun, Nodes: h.Nodes, Start: &zero, End: &end}); err != nil {
+	zero, end, clockErr := int64(0), int64(h.End), int64(h.ClockError)
+	run := Line{Kind: LineRun, Version: FormatVersion, Nodes: h.Nodes, ClockError: &clockErr, Start: &zero, End: &end}
+	if h.Version == 1 {
+		run.Version = 0
+		if h.ClockError == 0 {
+			run.ClockError = nil
+		}
+	}
+	if err := enc.Encode(run); err != nil {
 		return err
 	}
 	ops := slices.Clone(h.Ops)
@@ -171,3 +189,21 @@ func (e *LineError) Error() string {
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
+
+// Warning is what ReadJSONLWarn let pass in a version 1 history although the
+// current format refuses it, or the version itself.
+type Warning struct {
+	Line  int    // 1-based; 0 for the history as a whole
+	Field string // the JSON field at fault, or ""
+	Msg   string
+}
+
+func (w Warning) String() string {
+	switch {
+	case w.Line == 0:
+		return "history: " + w.Msg
+	case w.Field == "":
+		return fmt.Sprintf("history: line %d: %s", w.Line, w.Msg)
+	}
+	return fmt.Sprintf("history: line %d: field %q: %s", w.Line, w.Field, w.Msg)
+}

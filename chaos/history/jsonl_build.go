@@ -9,10 +9,36 @@ import (
 )
 
 // history assembles the lines read into a History: times made offsets from
-// the start, clients numbered, ops ordered and numbered, holds linked.
-func (p *parser) history() (History, error) {
+// the start, clients numbered, ops ordered and numbered, holds linked. What
+// the current rules refuse is the error of a current history, and a warning
+// of a version 1 one.
+func (p *parser) history() (History, []Warning, error) {
+	p.refuseRepeatedEntries() // before build sorts the ops: in line order
+	p.refuseUnknownNodes()
+	h, err := p.build()
+	if err != nil {
+		return History{}, nil, err
+	}
+	slices.SortStableFunc(p.refused, func(a, b *LineError) int { return cmp.Compare(a.Line, b.Line) })
+	if h.Version != 1 {
+		if len(p.refused) > 0 {
+			return History{}, nil, p.refused[0]
+		}
+		return h, nil, nil
+	}
+	warnings := []Warning{{Msg: fmt.Sprintf("no version on the run line: read as version 1, by rules that are not sound "+
+		"(a lost extend does not end its hold; repeated entries, repeated fields, faults on nodes that do not exist "+
+		"and names that do not read back as written pass); write \"version\":%d and the current rules apply", FormatVersion)}}
+	for _, e := range p.refused {
+		warnings = append(warnings, Warning{Line: e.Line, Field: e.Field, Msg: e.Err.Error()})
+	}
+	return h, warnings, nil
+}
+
+// build makes the History of the lines read.
+func (p *parser) build() (History, error) {
 	origin := p.origin()
-	var h History
+	h := History{Version: 1}
 	var last time.Duration
 	for i := range p.ops {
 		l := &p.ops[i]
@@ -39,15 +65,24 @@ func (p *parser) history() (History, error) {
 	}
 	h.End = last
 	if p.run != nil {
-		h.Nodes = p.run.nodes
-		if p.run.end != nil {
-			end, err := offset(p.run.n, "end_ns", *p.run.end, origin)
+		r := p.run.run
+		if r.version != nil && *r.version > 1 {
+			h.Version = 0 // the current rules
+		}
+		if r.nodes != nil {
+			h.Nodes = int(*r.nodes)
+		}
+		if r.clockError != nil {
+			h.ClockError = time.Duration(*r.clockError)
+		}
+		if r.end != nil {
+			end, err := offset(p.run.n, "end_ns", *r.end, origin)
 			if err != nil {
 				return History{}, err
 			}
 			if end < last {
 				return History{}, &LineError{Line: p.run.n, Field: "end_ns",
-					Err: fmt.Errorf("%d is before the last time of the history (%d)", *p.run.end, int64(last)+origin)}
+					Err: fmt.Errorf("%d is before the last time of the history (%d)", *r.end, int64(last)+origin)}
 			}
 			h.End = end
 		}
@@ -75,8 +110,8 @@ func (p *parser) history() (History, error) {
 // origin is the run line's start_ns, or else the earliest invocation, or
 // else 0.
 func (p *parser) origin() int64 {
-	if p.run != nil && p.run.start != nil {
-		return *p.run.start
+	if p.run != nil && p.run.run.start != nil {
+		return *p.run.run.start
 	}
 	if len(p.ops) == 0 {
 		return 0
@@ -183,6 +218,40 @@ func (p *parser) link(h *History) error {
 		h.Ops = append(h.Ops, op)
 	}
 	return nil
+}
+
+// refuseRepeatedEntries refuses a write whose entry an earlier line wrote to
+// the same resource (p.ops still in line order): entries are unique, so that a store holding one copy
+// cannot account for two acknowledged writes.
+func (p *parser) refuseRepeatedEntries() {
+	type write struct{ resource, entry string }
+	first := make(map[write]int) // line
+	for _, l := range p.ops {    // in line order
+		if l.op.Kind != KindWrite {
+			continue
+		}
+		w := write{l.op.Resource, l.op.Entry}
+		if n, seen := first[w]; seen {
+			p.refused = append(p.refused, &LineError{Line: l.n, Field: "entry",
+				Err: fmt.Errorf("%q was written to %q already (line %d): entries are unique", w.entry, w.resource, n)})
+			continue
+		}
+		first[w] = l.n
+	}
+}
+
+// refuseUnknownNodes refuses a fault on a node the run line does not count.
+func (p *parser) refuseUnknownNodes() {
+	if p.run == nil || p.run.run.nodes == nil {
+		return
+	}
+	nodes := int(*p.run.run.nodes)
+	for _, l := range p.ops {
+		if l.op.Kind == KindFault && !l.op.Fault.ClientSide() && l.op.Node >= nodes {
+			p.refused = append(p.refused, &LineError{Line: l.n, Field: "node",
+				Err: fmt.Errorf("%d is not a node of the run (it has %d: 0 to %d)", l.op.Node, nodes, nodes-1)})
+		}
+	}
 }
 
 // rank orders ops invoked at the same time: acquires before the ops that

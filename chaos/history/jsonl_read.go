@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
 )
@@ -29,22 +30,31 @@ const maxSpan = int64(1) << 60
 // are ordered by invocation (acquires first among equals, then by line) and
 // numbered in that order; clients given as numbers keep them as indexes,
 // clients given by name are numbered in order of first appearance and
-// named in History.Clients.
+// named in History.Clients. A version 1 history is read by the version 1
+// rules; ReadJSONLWarn says so, ReadJSONL does not.
 func ReadJSONL(r io.Reader) (History, error) {
+	h, _, err := ReadJSONLWarn(r)
+	return h, err
+}
+
+// ReadJSONLWarn is ReadJSONL, and returns warnings too: when the history
+// has no version (version 1), one for that, and one for each line that the
+// current rules refuse and the version 1 rules let pass.
+func ReadJSONLWarn(r io.Reader) (History, []Warning, error) {
 	var p parser
 	br := bufio.NewReader(r)
 	for n := 1; ; n++ {
 		raw, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
 			if perr := p.line(n, raw); perr != nil {
-				return History{}, perr
+				return History{}, nil, perr
 			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return History{}, fmt.Errorf("history: line %d: %w", n, err)
+			return History{}, nil, fmt.Errorf("history: line %d: %w", n, err)
 		}
 	}
 	return p.history()
@@ -59,23 +69,35 @@ type parsed struct {
 	op       Op     // times absolute, not yet offsets
 	hasValid bool
 	entries  []string // store
-	nodes    int      // run
-	start    *int64   // run
-	end      *int64   // run
+	run      runFields
+}
+
+// runFields are the fields of the run lines; nil means not given.
+type runFields struct {
+	version, nodes, clockError, start, end *int64
 }
 
 type parser struct {
 	ops    []parsed // operations and faults
 	stores []parsed
-	run    *parsed
+	run    *parsed // the run lines' fields, merged; n is the first run line
+	// refused are what the current rules refuse and the version 1 rules
+	// let pass; which apply is known once every line was read.
+	refused []*LineError
 }
 
 // fields is a line's object, read field by field so that an error names its
 // field.
 type fields struct {
-	n int
-	m map[string]json.RawMessage
+	n       int
+	m       map[string]json.RawMessage
+	refused *[]*LineError // the parser's
 }
+
+// identities are the string fields that name something (a lock, a client,
+// a resource, a write, a hold's value): each must read back as written, or
+// two names could read as one.
+var identities = []string{"key", "client", "resource", "entry", "value"}
 
 func (f fields) err(field, format string, args ...any) *LineError {
 	return &LineError{Line: f.n, Field: field, Err: fmt.Errorf(format, args...)}
@@ -97,6 +119,11 @@ func (f fields) str(name string, required bool) (string, error) {
 	var s string
 	if err := json.Unmarshal(f.m[name], &s); err != nil {
 		return "", f.err(name, "want a string, got %s", f.m[name])
+	}
+	if slices.Contains(identities, name) {
+		if err := intact(f.m[name]); err != nil {
+			*f.refused = append(*f.refused, f.err(name, "%v", err))
+		}
 	}
 	if required && s == "" {
 		return "", f.err(name, "empty")
@@ -141,7 +168,7 @@ var allowed = map[string][]string{
 	string(KindLost):    {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value"},
 	string(KindFault):   {"fault", "node", "client", "invoke_ns", "complete_ns", "outcome", "err"},
 	LineStore:           {"resource", "entries"},
-	LineRun:             {"nodes", "start_ns", "end_ns"},
+	LineRun:             {"version", "nodes", "clock_error_ns", "start_ns", "end_ns"},
 	string(KindProbe):   probeFields,
 }
 
@@ -158,9 +185,13 @@ var outcomes = map[string][]Outcome{
 }
 
 func (p *parser) line(n int, raw []byte) error {
-	f := fields{n: n}
+	f := fields{n: n, refused: &p.refused}
 	if err := json.Unmarshal(raw, &f.m); err != nil || f.m == nil {
 		return &LineError{Line: n, Err: fmt.Errorf("not a JSON object: %s", strings.TrimSpace(string(raw)))}
+	}
+	if members(raw) != len(f.m) { // a field given twice: Unmarshal kept the last
+		name := repeated(raw)
+		p.refused = append(p.refused, f.err(name, "given more than once (the version 1 rules take the last)"))
 	}
 	kind, err := f.str("kind", true)
 	if err != nil {
@@ -346,9 +377,18 @@ func (p *parser) store(f fields) error {
 	if !f.has("entries") {
 		return f.err("entries", "missing")
 	}
-	var entries []string
-	if err := json.Unmarshal(f.m["entries"], &entries); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(f.m["entries"], &raws); err != nil {
 		return f.err("entries", "want a list of strings")
+	}
+	entries := make([]string, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &entries[i]); err != nil {
+			return f.err("entries", "want a list of strings")
+		}
+		if err := intact(raw); err != nil {
+			p.refused = append(p.refused, f.err("entries", "entry %d: %v", i+1, err))
+		}
 	}
 	for _, s := range p.stores {
 		if s.op.Resource == res {
@@ -359,23 +399,16 @@ func (p *parser) store(f fields) error {
 	return nil
 }
 
+// runLine reads a run line. Several run lines (the files of several
+// processes, concatenated) are one: each field given on more than one must
+// have the same value on each.
 func (p *parser) runLine(f fields) error {
-	if p.run != nil {
-		return &LineError{Line: f.n, Err: fmt.Errorf("a second run line (the first is line %d)", p.run.n)}
-	}
-	r := parsed{n: f.n, kind: LineRun}
-	nodes, has, err := f.int("nodes", false)
-	if err != nil {
-		return err
-	}
-	if has && (nodes < 1 || nodes > 1<<16) {
-		return f.err("nodes", "%d is not a node count", nodes)
-	}
-	r.nodes = int(nodes)
+	var r runFields
 	for _, t := range []struct {
 		name string
 		dst  **int64
-	}{{"start_ns", &r.start}, {"end_ns", &r.end}} {
+	}{{"version", &r.version}, {"nodes", &r.nodes}, {"clock_error_ns", &r.clockError},
+		{"start_ns", &r.start}, {"end_ns", &r.end}} {
 		v, has, err := f.int(t.name, false)
 		if err != nil {
 			return err
@@ -384,10 +417,42 @@ func (p *parser) runLine(f fields) error {
 			*t.dst = &v
 		}
 	}
+	switch v := r.version; {
+	case v != nil && *v > FormatVersion:
+		return f.err("version", "%d is newer than this reader (it reads versions 1 to %d)", *v, FormatVersion)
+	case v != nil && *v < 1:
+		return f.err("version", "%d is not a version (they start at 1)", *v)
+	}
+	if r.nodes != nil && (*r.nodes < 1 || *r.nodes > 1<<16) {
+		return f.err("nodes", "%d is not a node count", *r.nodes)
+	}
+	if r.clockError != nil && (*r.clockError < 0 || *r.clockError > maxSpan) {
+		return f.err("clock_error_ns", "%d is not a bound on a clock's error", *r.clockError)
+	}
 	if r.start != nil && r.end != nil && *r.end < *r.start {
 		return f.err("end_ns", "%d is before start_ns %d", *r.end, *r.start)
 	}
-	p.run = &r
+	if p.run == nil {
+		p.run = &parsed{n: f.n, kind: LineRun, run: r}
+		return nil
+	}
+	m := &p.run.run
+	for _, t := range []struct {
+		name      string
+		dst, from **int64
+	}{{"version", &m.version, &r.version}, {"nodes", &m.nodes, &r.nodes}, {"clock_error_ns", &m.clockError, &r.clockError},
+		{"start_ns", &m.start, &r.start}, {"end_ns", &m.end, &r.end}} {
+		switch {
+		case *t.from == nil:
+		case *t.dst == nil:
+			*t.dst = *t.from
+		case **t.dst != **t.from:
+			return f.err(t.name, "%d, but an earlier run line (line %d) says %d", **t.from, p.run.n, **t.dst)
+		}
+	}
+	if m.start != nil && m.end != nil && *m.end < *m.start {
+		return f.err("end_ns", "the run lines' end_ns %d is before their start_ns %d", *m.end, *m.start)
+	}
 	return nil
 }
 
@@ -397,4 +462,95 @@ func joinOutcomes(os []Outcome) string {
 		s[i] = string(o)
 	}
 	return strings.Join(s, ", ")
+}
+
+// intact reports whether the JSON string raw decodes to what it says: valid
+// UTF-8, and no \u escape of half a surrogate pair alone. encoding/json reads
+// either as U+FFFD, so that "\ud800" and "\udc00" would read as one name.
+func intact(raw json.RawMessage) error {
+	if !utf8.Valid(raw) {
+		return errors.New("not valid UTF-8 (it would read as U+FFFD)")
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return fmt.Errorf("\\u%04x is half a surrogate pair, alone (it would read as U+FFFD)", r)
+		case r >= 0xd800 && r <= 0xdbff:
+			if lo := hex4(raw[min(i+3, len(raw)):]); i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' || lo < 0xdc00 || lo > 0xdfff {
+				return fmt.Errorf("\\u%04x is half a surrogate pair, alone (it would read as U+FFFD)", r)
+			}
+			i += 6
+		}
+	}
+	return nil
+}
+
+// hex4 reads four hex digits at the start of b, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(v)
+}
+
+// members counts the members of the JSON object raw (valid JSON): the
+// colons outside strings at depth 1. One pass, no allocation.
+func members(raw []byte) int {
+	n, depth, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ':' && depth == 1:
+			n++
+		}
+	}
+	return n
+}
+
+// repeated returns the first member name of the JSON object raw (valid
+// JSON) that an earlier member has, as decoded; "" if none.
+func repeated(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := t.(string)
+		if seen[name] {
+			return name
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }

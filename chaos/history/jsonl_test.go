@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // A small history of two named clients, written by hand in the format.
-const handWritten = `{"kind":"run","nodes":3}
+const handWritten = `{"kind":"run","version":2,"nodes":3}
 {"kind":"acquire","client":"api-1","key":"orders","invoke_ns":1000000000,"complete_ns":1002000000,"outcome":"ok","token":7,"valid_until_ns":1030000000}
 {"kind":"acquire","client":"api-2","key":"orders","invoke_ns":1001000000,"complete_ns":1003000000,"outcome":"failed","err":"not acquired"}
 {"kind":"write","client":"api-1","key":"orders","invoke_ns":1004000000,"complete_ns":1005000000,"outcome":"ok","token":7,"resource":"orders-db","entry":"o-1"}
@@ -125,7 +126,11 @@ func TestReadJSONLMalformed(t *testing.T) {
 		{"store without entries", `{"kind":"store","resource":"r"}`, 2, "entries", "missing"},
 		{"store entries not strings", `{"kind":"store","resource":"r","entries":[1]}`, 2, "entries", "list of strings"},
 		{"store twice", `{"kind":"store","resource":"r","entries":[]}` + "\n" + `{"kind":"store","resource":"r","entries":[]}`, 3, "resource", "already has a store line (line 2)"},
-		{"two run lines", `{"kind":"run","nodes":3}` + "\n" + `{"kind":"run","nodes":3}`, 3, "", "a second run line (the first is line 2)"},
+		{"two run lines that disagree", `{"kind":"run","nodes":3}` + "\n" + `{"kind":"run","nodes":5}`, 3, "nodes", "5, but an earlier run line (line 2) says 3"},
+		{"run lines that disagree on the version", `{"kind":"run","version":2}` + "\n" + `{"kind":"run","version":1}`, 3, "version", "earlier run line (line 2) says 2"},
+		{"a version too new", `{"kind":"run","version":3}`, 2, "version", "3 is newer than this reader"},
+		{"version zero", `{"kind":"run","version":0}`, 2, "version", "not a version"},
+		{"negative clock error", `{"kind":"run","clock_error_ns":-1}`, 2, "clock_error_ns", "not a bound"},
 		{"zero nodes", `{"kind":"run","nodes":0}`, 2, "nodes", "not a node count"},
 		{"end before start", `{"kind":"run","start_ns":5,"end_ns":4}`, 2, "end_ns", "before start_ns"},
 		{"op before start", `{"kind":"run","start_ns":15}`, 1, "invoke_ns", "before the start"},
@@ -163,7 +168,8 @@ func FuzzReadJSONL(f *testing.F) {
 	f.Add([]byte(`{"kind":"fault","fault":"client-pause","client":3,"invoke_ns":1}` + "\n" + `{"kind":"run","nodes":1,"start_ns":0}`))
 	paths, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
 	recorded, _ := filepath.Glob(filepath.Join("testdata", "recorded", "*.jsonl"))
-	for _, p := range append(paths, recorded...) {
+	rules, _ := filepath.Glob(filepath.Join("testdata", "format", "*.jsonl"))
+	for _, p := range slices.Concat(paths, recorded, rules) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// mutualExclusion finds holds of the same key that overlap by more than eps.
-// Holds are swept in order of start against the earlier hold that reaches
+// mutualExclusion finds holds of the same key that overlap by more than eps,
+// the history's clock error (an overlap no longer than that may be the
+// clocks'). Holds are swept in order of start against the earlier hold that reaches
 // furthest, so each hold that begins inside another counts once.
 func mutualExclusion(spans []Span, eps time.Duration) []Violation {
 	var vs []Violation
@@ -22,7 +23,10 @@ func mutualExclusion(spans []Span, eps time.Duration) []Violation {
 			if s.End <= s.Start {
 				continue
 			}
-			if far != nil && s.Start < far.End-eps {
+			// The overlap with far, the earlier hold reaching furthest, is
+			// the greatest s has with any earlier hold; it ends at the
+			// earlier end of the two (s may end inside far).
+			if far != nil && min(far.End, s.End)-s.Start > eps {
 				end := min(far.End, s.End)
 				vs = append(vs, Violation{
 					Property: MutualExclusion, Key: key,
@@ -41,8 +45,10 @@ func mutualExclusion(spans []Span, eps time.Duration) []Violation {
 }
 
 // fencingOrder finds acquires B of a key that started after an acquire A of
-// the same key had returned, yet got a token no greater than A's. Each B
-// counts once, against the greatest token returned before it started.
+// the same key had returned, by more than the history's clock error (no
+// less, and the clocks may have the two the other way round), yet got a
+// token no greater than A's. Each B counts once, against the greatest token
+// returned before it started.
 func fencingOrder(h History) []Violation {
 	var vs []Violation
 	for key, acq := range byKey(acquired(h), func(op Op) string { return op.Key }) {
@@ -51,7 +57,7 @@ func fencingOrder(h History) []Violation {
 		var best *Op // greatest token among acquires returned so far
 		j := 0
 		for _, b := range byInvoke {
-			for ; j < len(byComplete) && byComplete[j].Complete < b.Invoke; j++ {
+			for ; j < len(byComplete) && byComplete[j].Complete+h.ClockError < b.Invoke; j++ {
 				if best == nil || byComplete[j].Token > best.Token {
 					best = &byComplete[j]
 				}

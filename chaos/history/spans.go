@@ -13,10 +13,15 @@ import (
 //
 // It starts when the acquire returned (Complete: before that the client does
 // not know it holds the lock, so it cannot act as holder). It ends at the
-// earliest of: the release's invocation, the lost signal, and the validity
+// earliest of: the release's invocation, the lost signal, the validity
 // end the client computed (as raised by successful extensions; holds recorded
-// with no validity end have none), for from each of those moments on the
-// client knows, or should know, that it no longer holds the lock. A write issued under the hold
+// with no validity end have none), and the end an extend that returned
+// lost sets: the validity end as it stood when that extend was invoked, or,
+// with none, the extend's return. From each of those moments on the client
+// knows, or should know, that it no longer holds the lock: validity is all a
+// holder can trust, and without one it learned of the loss when the extend
+// returned. (A version 1 history, Version 1, keeps its old rule: a lost
+// extend does not end the hold.) A write issued under the hold
 // after that moment extends the span to the write's invocation and marks it
 // Overrun: the client acted as holder anyway, as a holder paused between its
 // check and its write does. A span with no end lasts until the history's End.
@@ -28,7 +33,7 @@ type Span struct {
 	Invoke  time.Duration // when the acquire was called
 	Start   time.Duration
 	End     time.Duration
-	EndedBy string // "release", "lost", "validity", "write" (Overrun) or "run-end"
+	EndedBy string // "release", "lost", "lost-extend", "validity", "write" (Overrun) or "run-end"
 	Overrun bool
 	// Believed is when the client should have stopped acting as holder: End,
 	// unless a write overran it.
@@ -89,6 +94,12 @@ func Spans(h History) ([]Span, error) {
 			if op.Outcome == OK && valid[i] != 0 {
 				valid[i] = max(valid[i], op.ValidUntil)
 			}
+			if op.Outcome == LockLost && h.Version != 1 {
+				end := cmp.Or(valid[i], op.Complete)
+				if end < s.End {
+					s.End, s.EndedBy = end, "lost-extend"
+				}
+			}
 		case KindRelease, KindLost:
 			if op.Invoke < s.End {
 				s.End, s.EndedBy = op.Invoke, string(op.Kind)
@@ -131,8 +142,9 @@ func Faults(h History) []FaultSpan {
 	return fs
 }
 
-// validate checks what the checker relies on: IDs are positions, and ops that
-// name a hold name a successful acquire of the same key that came before.
+// validate checks what the checker relies on: IDs are positions, node faults
+// name nodes of the run (but in a version 1 history), and ops that name a
+// hold name a successful acquire of the same key that came before.
 func validate(h History) error {
 	for i, op := range h.Ops {
 		if op.ID != i+1 {
@@ -143,6 +155,9 @@ func validate(h History) error {
 				return fmt.Errorf("%s op %d names no hold", op.Kind, op.ID)
 			}
 			continue
+		}
+		if op.Kind == KindFault && !op.Fault.ClientSide() && h.Nodes > 0 && op.Node >= h.Nodes && h.Version != 1 {
+			return fmt.Errorf("fault %d names node %d of %d", op.ID, op.Node, h.Nodes)
 		}
 		if op.Hold < 1 || op.Hold >= op.ID {
 			return fmt.Errorf("op %d names hold %d, not an earlier op", op.ID, op.Hold)

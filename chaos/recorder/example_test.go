@@ -67,7 +67,7 @@ func Example() {
 	res := history.Check(h, history.CheckOptions{})
 	fmt.Println(res.Verdict, res.Acquisitions, res.Writes, h.Clients)
 	// Output:
-	// {"kind":"run","nodes":5}
+	// {"kind":"run","version":2,"nodes":5}
 	// {"kind":"acquire","client":"worker-a","key":"invoice-42","invoke_ns":1700000000000000000,"complete_ns":1700000000002000000,"outcome":"ok","token":1,"valid_until_ns":1700000001002000000}
 	// ok 3 3 [worker-a worker-b]
 }

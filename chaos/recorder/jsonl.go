@@ -34,9 +34,9 @@ func (j *JSONL) open(r run) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.base = r.start.UnixNano()
-	if r.nodes > 0 {
-		j.write(history.Line{Kind: history.LineRun, Nodes: r.nodes})
-	}
+	// Always a run line, for the format version: the run lines of several
+	// Recorders' files agree, so the files can be concatenated.
+	j.write(history.Line{Kind: history.LineRun, Version: history.FormatVersion, Nodes: r.nodes})
 }
 
 func (j *JSONL) client(name string) {

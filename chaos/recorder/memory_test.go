@@ -258,7 +258,7 @@ func TestMemoryConcurrent(t *testing.T) {
 			// release latencies, made for round trips to Redis) would judge
 			// the scheduler. The handovers are still measured; their
 			// judgement has its own tests (chaos/history/handover_test.go).
-			res := history.Check(mem.History(), history.CheckOptions{Epsilon: time.Nanosecond, HandoverThreshold: time.Hour})
+			res := history.Check(mem.History(), history.CheckOptions{HandoverThreshold: time.Hour})
 			if res.Verdict != tc.verdict || res.Acquisitions != clients*rounds || res.Writes != clients*rounds {
 				t.Fatalf("verdict %s (%s), %d acquisitions, %d writes", res.Verdict, res.Reason, res.Acquisitions, res.Writes)
 			}

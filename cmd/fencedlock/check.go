@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +13,9 @@ import (
 )
 
 const checkHeader = `Usage:
-  fencedlock check [--nodes N] [--strict] [--stall-threshold D] [--starvation-threshold D]
-                   [--handover-threshold D] [--order-margin D] [--release-allowance D] [--json FILE] [--html FILE] FILE
+  fencedlock check [--nodes N] [--clock-error D] [--strict] [--stall-threshold D]
+                   [--starvation-threshold D] [--handover-threshold D] [--order-margin D]
+                   [--release-allowance D] [--json FILE] [--html FILE] FILE
 
 Checks a history of lock operations recorded by any system — one JSON object
 per line (JSON Lines): acquire, extend, release, write and lost operations of
@@ -21,7 +23,13 @@ clients on lock keys, with invoke and complete times on one clock, tokens,
 validity ends and outcomes; optionally faults, the final store contents and
 the node count. Package recorder writes it from Go programs; 'fencedlock chaos
 --history FILE' writes a chaos run's. FILE - reads standard input. The format
-is in docs/history-format.md.
+is in docs/history-format.md. A history without a version on its run line
+(version 1) is read by the version 1 rules, with warnings on stderr.
+
+Two times on different lines count as ordered only when they differ by more
+than the clock error: how far the clocks that stamped the lines may disagree,
+the run line's clock_error_ns (default 0: one clock), or --clock-error. Two
+holds that overlap by no more than it are not a violation.
 
 The checker is the chaos run's: mutual exclusion, fencing order, duplicate
 tokens, stale writes accepted, lost writes (when the final store contents are
@@ -46,6 +54,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cmd := newCommand("check", checkHeader, checkFooter)
 	fs := cmd.fs
 	nodes := fs.Int("nodes", 0, "the history has `N` lock nodes: a quorum for liveness (default: its run line's)")
+	clockErr := fs.Duration("clock-error", 0,
+		"the history's timestamps may disagree by up to `D` (default: its run line's clock_error_ns, else 0)")
 	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
 	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
 	starved := fs.Duration("starvation-threshold", 0,
@@ -66,6 +76,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "want one history FILE, got %d arguments", fs.NArg())
 	case *nodes < 0:
 		return cmd.fail(stderr, "--nodes must not be negative")
+	case *clockErr < 0:
+		return cmd.fail(stderr, "--clock-error must not be negative")
 	case *stall < 0:
 		return cmd.fail(stderr, "--stall-threshold must not be negative")
 	case *starved < 0:
@@ -77,14 +89,22 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *allowance < 0:
 		return cmd.fail(stderr, "--release-allowance must not be negative")
 	}
-	h, err := readHistory(fs.Arg(0))
+	h, warnings, err := readHistory(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "fencedlock check: %v\n", err)
 		return exitUsage
 	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "fencedlock check: warning: %s: %s\n", fs.Arg(0), w)
+	}
 	if *nodes > 0 {
 		h.Nodes = *nodes
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "clock-error" { // 0 too: it overrides what the history says
+			h.ClockError = *clockErr
+		}
+	})
 	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin,
 		ReleaseAllowance: *allowance}
 	if *strict {
@@ -97,20 +117,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return verdictStatus(run.Result.Verdict)
 }
 
-func readHistory(path string) (history.History, error) {
+func readHistory(path string) (history.History, []history.Warning, error) {
 	if path == "-" {
-		return history.ReadJSONL(os.Stdin)
+		return history.ReadJSONLWarn(os.Stdin)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return history.History{}, err
+		return history.History{}, nil, err
 	}
 	defer f.Close()
-	h, err := history.ReadJSONL(f)
+	h, warnings, err := history.ReadJSONLWarn(f)
 	if err != nil {
-		return history.History{}, fmt.Errorf("%s: %w", path, err)
+		return history.History{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return h, nil
+	return h, warnings, nil
 }
 
 // clients counts the clients of h: one more than the highest index.

@@ -36,6 +36,12 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"--nodes", "3", recorded("amnesia.jsonl")}, 0, "run: 3 nodes, 4 clients"},
 		{[]string{golden("order-overtaken.jsonl")}, 0, "verdict: OK (no violations)"},
 		{[]string{"--order-margin", "2ms", golden("order-overtaken.jsonl")}, 1, "! UNEXPECTED order"},
+		// A 0.9 ms overlap: a violation on one clock, not within a clock error
+		// of 0.9 ms (the flag, or the run line); --clock-error 0 overrides the line.
+		{[]string{golden("format/sub-ms-overlap.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
+		{[]string{"--clock-error", "900us", golden("format/sub-ms-overlap.jsonl")}, 0, "verdict: OK (no violations)"},
+		{[]string{golden("format/sub-ms-overlap-within-clock-error.jsonl")}, 0, "verdict: OK (no violations)"},
+		{[]string{"--clock-error", "0", golden("format/sub-ms-overlap-within-clock-error.jsonl")}, 1, "! UNEXPECTED mutual_exclusion"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()
@@ -77,6 +83,36 @@ func TestCheckMalformed(t *testing.T) {
 	}
 }
 
+// A version 1 history (no version on its run line) is checked, with
+// warnings on stderr naming the file and the lines the current rules refuse;
+// a current one gives none.
+func TestCheckVersion1Warnings(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{golden("format/version-1-repeated-entry.jsonl"), []string{
+			"fencedlock check: warning: " + golden("format/version-1-repeated-entry.jsonl") + ": history: no version on the run line: read as version 1",
+			`history: line 6: field "entry": "x" was written to "db" already (line 3)`}},
+		{golden("format/lost-extend.jsonl"), nil},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			r := call(t.Context(), "check", tc.path)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if tc.want == nil && r.stderr != "" {
+				t.Errorf("stderr %q, want none", r.stderr)
+			}
+		})
+	}
+}
+
 func TestCheckUnknown(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
@@ -107,6 +143,7 @@ func TestCheckBadUsage(t *testing.T) {
 		{"--starvation-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--handover-threshold", "-1s", recorded("amnesia.jsonl")},
 		{"--order-margin", "-1s", recorded("amnesia.jsonl")},
+		{"--clock-error", "-1ms", recorded("amnesia.jsonl")},
 		{"--bogus", recorded("amnesia.jsonl")},
 		{filepath.Join(t.TempDir(), "missing.jsonl")},
 	} {

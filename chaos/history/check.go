@@ -132,14 +132,14 @@ type CheckOptions struct {
 	// the longest validity any acquire of the history had (about the TTL).
 	Aftermath time.Duration
 	// StallThreshold is the longest stall with a quorum up that liveness
-	// allows (see Liveness); default derived from the history: twice the
-	// longest lease plus four times the p99 release latency, and no
-	// threshold (stalls measured, not judged) when the history has no
-	// validity ends.
+	// allows any key (see Liveness); default derived from the history, per
+	// key: twice the key's longest lease plus four times the p99 release
+	// latency, and no threshold (stalls measured, not judged) when the
+	// history has no validity ends.
 	StallThreshold time.Duration
 	// StarvationThreshold is the longest a client may wait for a key that
 	// others keep getting (see Starvation); default derived from the
-	// history, per key: the stall threshold plus the key's longest hold, or
+	// history, per key: the key's stall threshold plus its longest hold, or
 	// ten times the key's mean wait per grant if that is longer, and no
 	// threshold (waits measured, not judged) when the stall threshold is
 	// none.
@@ -291,11 +291,12 @@ func Check(h History, opts CheckOptions) Result {
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)
 	res.StoreChecked = checked
+	stallAt := newStallThresholds(h, opts.StallThreshold)
 	var stalled []Violation
-	res.Liveness, stalled = liveness(h, all, opts)
+	res.Liveness, stalled = liveness(h, spans, all, opts, stallAt)
 	vs = append(vs, stalled...)
 	var starved []Violation
-	res.Starvation, starved = starvation(h, spans, all, opts)
+	res.Starvation, starved = starvation(h, spans, all, opts, stallAt)
 	vs = append(vs, starved...)
 	var slow []Violation
 	res.Handover, slow = handover(h, all, opts)
@@ -374,9 +375,6 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 	}
 	if o.Aftermath == 0 {
 		o.Aftermath = longest
-	}
-	if o.StallThreshold == 0 {
-		o.StallThreshold = stallThreshold(h)
 	}
 	if o.MinAcquisitions == 0 {
 		o.MinAcquisitions = 2

@@ -262,6 +262,25 @@ var scenarios = []struct {
 		expected: Counts{Order: 1},
 	},
 	{
+		// "k", of 30 ms leases, is free and wanted for ten minutes with
+		// every node up, while "long", of an hour's lease, was taken and
+		// released once: another key's lease does not excuse k's stall.
+		name: "stall-beside-long-lease",
+		run: func(s *sim) {
+			s.rounds(4)
+			long := s.rec.Acquire(0, "long")
+			s.step(time.Millisecond)
+			s.token++
+			s.release(long.OK(s.token, fmt.Sprintf("v%d", s.token), time.Hour), false)
+			wait := s.rec.Acquire(1, "k")
+			s.step(10 * time.Minute)
+			wait.Fail(errors.New("not acquired"))
+			s.rounds(4)
+		},
+		verdict: VerdictViolated,
+		found:   Counts{Liveness: 1},
+	},
+	{
 		// Two overtakes, with no margin: order is not judged.
 		name: "order-not-judged",
 		run: func(s *sim) {
@@ -308,7 +327,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v",
 					res.Verdict, res.Reason, res.Found, res.Expected, sc.verdict, sc.found, sc.expected)
 			}
-			if !res.Liveness.OK {
+			if res.Liveness.OK != (sc.found.Liveness == 0) {
 				t.Errorf("liveness: %+v", res.Liveness)
 			}
 		})

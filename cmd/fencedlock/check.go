@@ -45,7 +45,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := cmd.fs
 	nodes := fs.Int("nodes", 0, "the history has `N` lock nodes: a quorum for liveness (default: its run line's)")
 	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
-	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
+	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history, per key)")
 	starved := fs.Duration("starvation-threshold", 0,
 		"a client may wait up to `D` for a key others keep getting (default: derived from the history, per key)")
 	handover := fs.Duration("handover-threshold", 0,

@@ -141,12 +141,7 @@ func (p *parser) sort() {
 
 // link numbers the sorted ops and links each op of a hold to its acquire.
 func (p *parser) link(h *History) error {
-	type holder struct {
-		client int
-		key    string
-		token  uint64
-	}
-	acquires := map[holder][]Op{} // successful acquires, by who got which token
+	holds := holdIndex{} // successful acquires, by who got which token
 	h.Ops = make([]Op, 0, len(p.ops))
 	for _, l := range p.ops {
 		op := l.op
@@ -154,24 +149,18 @@ func (p *parser) link(h *History) error {
 		switch op.Kind {
 		case KindAcquire:
 			if op.Outcome == OK {
-				hk := holder{op.Client, op.Key, op.Token}
-				acquires[hk] = append(acquires[hk], op)
+				holds.add(op)
 			}
 		case KindExtend, KindRelease, KindWrite, KindLost:
-			var hold *Op
-			for i, a := range acquires[holder{op.Client, op.Key, op.Token}] {
-				if a.Complete <= op.Invoke && (hold == nil || a.Complete >= hold.Complete) {
-					hold = &acquires[holder{op.Client, op.Key, op.Token}][i]
-				}
-			}
+			hold := holds.find(op)
 			if hold == nil {
 				return &LineError{Line: l.n, Field: "token", Err: fmt.Errorf(
 					"no successful acquire of %q by client %s with token %d returned before this %s was invoked",
 					op.Key, l.client, op.Token, op.Kind)}
 			}
-			op.Hold = hold.ID
+			op.Hold = hold.id
 			if op.Value == "" {
-				op.Value = hold.Value
+				op.Value = hold.value
 			}
 		}
 		h.Ops = append(h.Ops, op)

@@ -65,9 +65,10 @@ type parsed struct {
 }
 
 type parser struct {
-	ops    []parsed // operations and faults
-	stores []parsed
-	run    *parsed
+	ops       []parsed // operations and faults
+	stores    []parsed
+	storeLine map[string]int // the line of each resource's store line
+	run       *parsed
 }
 
 // fields is a line's object, read field by field so that an error names its
@@ -342,11 +343,13 @@ func (p *parser) store(f fields) error {
 	if err := json.Unmarshal(f.m["entries"], &entries); err != nil {
 		return f.err("entries", "want a list of strings")
 	}
-	for _, s := range p.stores {
-		if s.op.Resource == res {
-			return f.err("resource", "%q already has a store line (line %d)", res, s.n)
-		}
+	if n, dup := p.storeLine[res]; dup {
+		return f.err("resource", "%q already has a store line (line %d)", res, n)
 	}
+	if p.storeLine == nil {
+		p.storeLine = map[string]int{}
+	}
+	p.storeLine[res] = f.n
 	p.stores = append(p.stores, parsed{n: f.n, kind: LineStore, op: Op{Resource: res}, entries: entries})
 	return nil
 }

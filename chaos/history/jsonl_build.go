@@ -133,10 +133,32 @@ func (p *parser) clients() []string {
 // sort orders the ops by invocation, acquires first among equal times (an
 // op of a hold may be invoked the moment its acquire returned), then by line.
 func (p *parser) sort() {
-	slices.SortFunc(p.ops, func(a, b parsed) int {
+	// Sorting the positions, then moving each line once, spares moving the
+	// large lines at every swap.
+	order := make([]int, len(p.ops))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &p.ops[i], &p.ops[j]
 		return cmp.Or(cmp.Compare(a.op.Invoke, b.op.Invoke),
 			cmp.Compare(rank(a.op.Kind), rank(b.op.Kind)), cmp.Compare(a.n, b.n))
 	})
+	// Position i takes the line at order[i]: follow each cycle of that
+	// permutation, in place.
+	for i := range order {
+		if order[i] == i {
+			continue
+		}
+		held := p.ops[i]
+		j := i
+		for order[j] != i {
+			k := order[j]
+			p.ops[j], order[j] = p.ops[k], j
+			j = k
+		}
+		p.ops[j], order[j] = held, j
+	}
 }
 
 // link numbers the sorted ops and links each op of a hold to its acquire.

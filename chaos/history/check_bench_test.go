@@ -146,7 +146,7 @@ func contended(lines int) []byte {
 	turn := 2 * time.Millisecond
 	us := time.Microsecond
 	var entries []string
-	l.line(`{"kind":"run","nodes":5,"start_ns":0,"end_ns":%d}`, time.Duration(turns+1)*turn)
+	l.line(`{"kind":"run","nodes":5,"start_ns":0,"end_ns":%d}`, time.Duration(turns+20)*turn) // past the last fault
 	for i := range turns {
 		t := time.Duration(i) * turn
 		winner, token := i%clients, uint64(i+1)

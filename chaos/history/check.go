@@ -154,14 +154,14 @@ type CheckOptions struct {
 	// the longest validity of its acquires. Other keys get none.
 	Aftermath time.Duration
 	// StallThreshold is the longest stall with a quorum up that liveness
-	// allows (see Liveness); default derived from the history: twice the
-	// longest lease plus four times the p99 release latency, and no
-	// threshold (stalls measured, not judged) when the history has no
-	// validity ends.
+	// allows any key (see Liveness); default derived from the history, per
+	// key: twice the key's longest lease plus four times the p99 release
+	// latency, and no threshold (stalls measured, not judged) when the
+	// history has no validity ends.
 	StallThreshold time.Duration
 	// StarvationThreshold is the longest a client may wait for a key that
 	// others keep getting (see Starvation); default derived from the
-	// history, per key: the stall threshold plus the key's longest hold, or
+	// history, per key: the key's stall threshold plus its longest hold, or
 	// ten times the key's mean wait per grant if that is longer, and no
 	// threshold (waits measured, not judged) when the stall threshold is
 	// none.
@@ -329,11 +329,12 @@ func Check(h History, opts CheckOptions) Result {
 	lost, checked := lostWrites(h)
 	vs = append(vs, lost...)
 	res.StoreChecked = checked
+	stallAt := newStallThresholds(h, opts.StallThreshold)
 	var stalled []Violation
-	res.Liveness, stalled = liveness(h, all, opts)
+	res.Liveness, stalled = liveness(h, spans, all, opts, stallAt)
 	vs = append(vs, stalled...)
 	var starved []Violation
-	res.Starvation, starved = starvation(h, spans, all, opts)
+	res.Starvation, starved = starvation(h, spans, all, opts, stallAt)
 	vs = append(vs, starved...)
 	var slow []Violation
 	res.Handover, slow = handover(h, all, opts)
@@ -409,31 +410,9 @@ func (o CheckOptions) withDefaults(h History) CheckOptions {
 	if o.Expected == nil {
 		o.Expected = DefaultExpected()
 	}
-	if o.StallThreshold == 0 {
-		o.StallThreshold = stallThreshold(h)
-	}
 	if o.MinAcquisitions == 0 {
 		o.MinAcquisitions = 2
 	}
 	return o
 }
 
-// blamed returns the sorted kinds of the faults active in [from, to] or ended
-// less than aftermath before from; client faults count only for clients
-// (nil: any client).
-func blamed(faults []FaultSpan, from, to, aftermath time.Duration, clients []int) []fault.Kind {
-	var kinds []fault.Kind
-	for _, f := range faults {
-		if f.Start > to || f.End+aftermath < from {
-			continue
-		}
-		if f.Kind.ClientSide() && clients != nil && !slices.Contains(clients, f.Client) {
-			continue
-		}
-		if !slices.Contains(kinds, f.Kind) {
-			kinds = append(kinds, f.Kind)
-		}
-	}
-	slices.Sort(kinds)
-	return kinds
-}

@@ -105,34 +105,21 @@ func handover(h History, faults []FaultSpan, o CheckOptions) (Handover, []Violat
 // handoffs returns the handovers of h during which no node was down or
 // slowed, in the order of their releases.
 func handoffs(h History, faults []FaultSpan) []handoff {
-	keys := map[string]*acquiresOf{}
+	asked := map[string][]Op{}
 	for _, op := range h.Ops {
-		if op.Kind != KindAcquire {
-			continue
-		}
-		k := keys[op.Key]
-		if k == nil {
-			k = &acquiresOf{}
-			keys[op.Key] = k
-		}
-		end := op.Complete
-		if op.Outcome == Pending {
-			end = h.End
-		}
-		k.asked = append(k.asked, op)
-		k.longest = max(k.longest, end-op.Invoke)
-		if op.Outcome == OK {
-			k.granted = append(k.granted, op)
+		if op.Kind == KindAcquire {
+			asked[op.Key] = append(asked[op.Key], op)
 		}
 	}
-	for _, k := range keys {
-		slices.SortStableFunc(k.asked, func(a, b Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
-		slices.SortStableFunc(k.granted, func(a, b Op) int { return cmp.Compare(a.Complete, b.Complete) })
+	keys := make(map[string]*acquiresOf, len(asked))
+	for key, ops := range asked {
+		keys[key] = newAcquiresOf(ops, h.End)
 	}
+	slow := newSlowedIndex(faults)
 	var out []handoff
 	for _, rel := range h.Ops {
 		k := keys[rel.Key]
-		if rel.Kind != KindRelease || rel.Outcome != OK || k == nil || !k.waited(rel, h.End) {
+		if rel.Kind != KindRelease || rel.Outcome != OK || k == nil || !k.waited(rel) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(k.granted, rel.Invoke, func(a Op, t time.Duration) int {
@@ -142,7 +129,7 @@ func handoffs(h History, faults []FaultSpan) []handoff {
 			continue
 		}
 		next := k.granted[i]
-		if !slowed(faults, rel.Invoke, next.Complete) {
+		if !slow.during(rel.Invoke, next.Complete) {
 			out = append(out, handoff{release: rel, acquire: next, gap: max(next.Complete-rel.Complete, 0)})
 		}
 	}
@@ -151,39 +138,73 @@ func handoffs(h History, faults []FaultSpan) []handoff {
 
 // acquiresOf is what handoffs knows of the acquires of one key.
 type acquiresOf struct {
-	asked   []Op          // every acquire, by invocation
-	granted []Op          // the successful ones, by return
-	longest time.Duration // the longest time an acquire was in flight
+	invoked []time.Duration // every acquire's invocation, in order
+	// inflight[p] is the latest end, per client, of the first p acquires by
+	// invocation (the end of the history for one that never returned).
+	inflight []latest
+	granted  []Op // the successful ones, by return
 }
 
-// waited reports whether a client other than rel's had an acquire in flight
-// at some moment of the release rel.
-func (k *acquiresOf) waited(rel Op, end time.Duration) bool {
-	// Acquires called before rel returned, latest first, back to the
-	// earliest that can still have been in flight when rel was called.
-	i, _ := slices.BinarySearchFunc(k.asked, rel.Complete, func(a Op, t time.Duration) int { return cmp.Compare(a.Invoke, t) })
-	for i--; i >= 0 && k.asked[i].Invoke >= rel.Invoke-k.longest; i-- {
-		a := k.asked[i]
+func newAcquiresOf(ops []Op, end time.Duration) *acquiresOf {
+	slices.SortStableFunc(ops, func(a, b Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
+	k := &acquiresOf{invoked: make([]time.Duration, len(ops)), inflight: make([]latest, len(ops)+1)}
+	k.inflight[0] = latest{}.init()
+	for i, a := range ops {
 		done := a.Complete
 		if a.Outcome == Pending {
 			done = end
 		}
-		if a.Client != rel.Client && done > rel.Invoke {
-			return true
+		k.invoked[i] = a.Invoke
+		k.inflight[i+1] = k.inflight[i].add(a.Client, done)
+		if a.Outcome == OK {
+			k.granted = append(k.granted, a)
 		}
 	}
-	return false
+	slices.SortStableFunc(k.granted, func(a, b Op) int { return cmp.Compare(a.Complete, b.Complete) })
+	return k
 }
 
-// slowed reports whether a node was down or slowed at some moment of
-// [from, to].
-func slowed(faults []FaultSpan, from, to time.Duration) bool {
+// waited reports whether a client other than rel's had an acquire in flight
+// at some moment of the release rel: one called before rel returned that
+// ended after rel was called.
+func (k *acquiresOf) waited(rel Op) bool {
+	p, _ := slices.BinarySearch(k.invoked, rel.Complete) // those called before rel returned
+	return k.inflight[p].except(rel.Client) > rel.Invoke
+}
+
+// slowedIndex answers whether a node was down or slowed at some moment of an
+// interval: the faults that TakesNodeDown or slow a node (fault.Latency), by
+// start, with the latest end among each prefix.
+type slowedIndex struct {
+	starts []time.Duration
+	ends   []time.Duration // ends[i]: the latest end of the first i+1
+}
+
+func newSlowedIndex(faults []FaultSpan) slowedIndex {
+	var fs []FaultSpan
 	for _, f := range faults {
-		if (f.Kind.TakesNodeDown() || f.Kind == fault.Latency) && f.Start <= to && f.End >= from {
-			return true
+		if f.Kind.TakesNodeDown() || f.Kind == fault.Latency {
+			fs = append(fs, f)
 		}
 	}
-	return false
+	slices.SortFunc(fs, func(a, b FaultSpan) int { return cmp.Compare(a.Start, b.Start) })
+	var x slowedIndex
+	for i, f := range fs {
+		x.starts = append(x.starts, f.Start)
+		end := f.End
+		if i > 0 {
+			end = max(end, x.ends[i-1])
+		}
+		x.ends = append(x.ends, end)
+	}
+	return x
+}
+
+// during reports whether a node was down or slowed at some moment of
+// [from, to].
+func (x slowedIndex) during(from, to time.Duration) bool {
+	p, _ := slices.BinarySearch(x.starts, to+1) // those started by to
+	return p > 0 && x.ends[p-1] >= from
 }
 
 // releaseTrip returns the median latency of the successful releases of h,

@@ -171,20 +171,37 @@ func (p *parser) clients() []string {
 // sort orders the ops by invocation, acquires first among equal times (an
 // op of a hold may be invoked the moment its acquire returned), then by line.
 func (p *parser) sort() {
-	slices.SortFunc(p.ops, func(a, b parsed) int {
+	// Sorting the positions, then moving each line once, spares moving the
+	// large lines at every swap.
+	order := make([]int, len(p.ops))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &p.ops[i], &p.ops[j]
 		return cmp.Or(cmp.Compare(a.op.Invoke, b.op.Invoke),
 			cmp.Compare(rank(a.op.Kind), rank(b.op.Kind)), cmp.Compare(a.n, b.n))
 	})
+	// Position i takes the line at order[i]: follow each cycle of that
+	// permutation, in place.
+	for i := range order {
+		if order[i] == i {
+			continue
+		}
+		held := p.ops[i]
+		j := i
+		for order[j] != i {
+			k := order[j]
+			p.ops[j], order[j] = p.ops[k], j
+			j = k
+		}
+		p.ops[j], order[j] = held, j
+	}
 }
 
 // link numbers the sorted ops and links each op of a hold to its acquire.
 func (p *parser) link(h *History) error {
-	type holder struct {
-		client int
-		key    string
-		token  uint64
-	}
-	acquires := map[holder][]Op{} // successful acquires, by who got which token
+	holds := holdIndex{} // successful acquires, by who got which token
 	h.Ops = make([]Op, 0, len(p.ops))
 	for _, l := range p.ops {
 		op := l.op
@@ -192,27 +209,21 @@ func (p *parser) link(h *History) error {
 		switch op.Kind {
 		case KindAcquire:
 			if op.Outcome == OK {
-				hk := holder{op.Client, op.Key, op.Token}
-				acquires[hk] = append(acquires[hk], op)
+				holds.add(op)
 			}
 		case KindExtend, KindRelease, KindWrite, KindLost, KindProbe:
 			if op.Kind == KindProbe && op.Token == 0 {
 				break // a probe after a failed acquire names no hold
 			}
-			var hold *Op
-			for i, a := range acquires[holder{op.Client, op.Key, op.Token}] {
-				if a.Complete <= op.Invoke && (hold == nil || a.Complete >= hold.Complete) {
-					hold = &acquires[holder{op.Client, op.Key, op.Token}][i]
-				}
-			}
+			hold := holds.find(op)
 			if hold == nil {
 				return &LineError{Line: l.n, Field: "token", Err: fmt.Errorf(
 					"no successful acquire of %q by client %s with token %d returned before this %s was invoked",
 					op.Key, l.client, op.Token, op.Kind)}
 			}
-			op.Hold = hold.ID
+			op.Hold = hold.id
 			if op.Value == "" && op.Kind != KindProbe { // a probe's value is the one it found
-				op.Value = hold.Value
+				op.Value = hold.value
 			}
 		}
 		h.Ops = append(h.Ops, op)

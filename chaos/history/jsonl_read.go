@@ -78,9 +78,10 @@ type runFields struct {
 }
 
 type parser struct {
-	ops    []parsed // operations and faults
-	stores []parsed
-	run    *parsed // the run lines' fields, merged; n is the first run line
+	ops       []parsed // operations and faults
+	stores    []parsed
+	storeLine map[string]int // the line of each resource's store line
+	run       *parsed        // the run lines' fields, merged; n is the first run line
 	// refused are what the current rules refuse and the version 1 rules
 	// let pass; which apply is known once every line was read.
 	refused []*LineError
@@ -390,11 +391,13 @@ func (p *parser) store(f fields) error {
 			p.refused = append(p.refused, f.err("entries", "entry %d: %v", i+1, err))
 		}
 	}
-	for _, s := range p.stores {
-		if s.op.Resource == res {
-			return f.err("resource", "%q already has a store line (line %d)", res, s.n)
-		}
+	if n, dup := p.storeLine[res]; dup {
+		return f.err("resource", "%q already has a store line (line %d)", res, n)
 	}
+	if p.storeLine == nil {
+		p.storeLine = map[string]int{}
+	}
+	p.storeLine[res] = f.n
 	p.stores = append(p.stores, parsed{n: f.n, kind: LineStore, op: Op{Resource: res}, entries: entries})
 	return nil
 }

@@ -2,7 +2,9 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -201,4 +203,30 @@ func FuzzReadJSONL(f *testing.F) {
 			t.Fatalf("round trip changed the history:\n%+v\n%+v", back, h)
 		}
 	})
+}
+
+// TestParserSort checks that the lines of a recorded history, read in a
+// shuffled order, are put in the order of invocation, acquires first, then
+// line: the same as sorting the lines themselves.
+func TestParserSort(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "recorded", "hunt.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	var p parser
+	for i, l := range lines {
+		if err := p.line(i+1, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := slices.Clone(p.ops)
+	slices.SortFunc(want, func(a, b parsed) int {
+		return cmp.Or(cmp.Compare(a.op.Invoke, b.op.Invoke), cmp.Compare(rank(a.op.Kind), rank(b.op.Kind)), cmp.Compare(a.n, b.n))
+	})
+	p.sort()
+	if !reflect.DeepEqual(p.ops, want) {
+		t.Errorf("sorted lines differ from the lines sorted")
+	}
 }

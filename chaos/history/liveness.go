@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -23,29 +24,35 @@ import (
 // included, since they may have half happened); a quorum is up while at most
 // Nodes-(Nodes/2+1) nodes are down.
 //
-// A stall longer than Threshold is a liveness violation, in the verdict like
-// any other. The default threshold is derived from the history itself:
-// twice the longest lease any acquire was given (from the acquire's
-// invocation to its validity end: about the TTL), plus four times the p99
-// latency of releases (one round trip to the nodes with no holder to wait
-// for: how slow the machine was; the acquires' latency when there are no
-// releases). A waiter may have to wait out a TTL (a key left on a node its
-// release did not reach; a holder's TTL it sleeps on) and back off about as
-// long again after attempts that failed, each attempt as slow as the
-// machine; a key free and wanted with a quorum up for longer than that is a
-// lock that does not hand itself on. With no validity ends in the history
-// there is nothing to derive it from: stalls are measured, not judged,
-// unless CheckOptions gives a threshold.
+// A stall longer than its key's threshold is a liveness violation, in the
+// verdict like any other. The default threshold of a key is derived from the
+// history itself: twice the longest lease an acquire of that key was given
+// (from the acquire's invocation to its validity end: about the key's TTL;
+// the longest of any key for a key never granted with one), plus four times
+// the p99 latency of releases (one round trip to the nodes with no holder to
+// wait for: how slow the machine was, whatever the key; the acquires'
+// latency when there are no releases). A waiter may have to wait out the
+// key's TTL (a key left on a node its release did not reach; a holder's TTL
+// it sleeps on) and back off about as long again after attempts that
+// failed, each attempt as slow as the machine; a key free and wanted with a
+// quorum up for longer than that is a lock that does not hand itself on.
+// Another key's longer TTL does not excuse it. With no validity ends in the
+// history there is nothing to derive it from: stalls are measured, not
+// judged, unless CheckOptions gives a threshold (for every key).
 type Liveness struct {
-	Checked      bool          // false when the history has no node count or no acquires
-	Judged       bool          // a threshold applied: stalls over it are violations
-	LongestStall time.Duration // the longest stall of any key
+	Checked bool // false when the history has no node count or no acquires
+	Judged  bool // a threshold applied: stalls over it are violations
+	// LongestStall is the worst stall: the one longest for its key's
+	// threshold (the longest, when not judged); zero when there was none.
+	LongestStall time.Duration
 	Key          string        // the key of that stall
 	Start, End   time.Duration // the gap between successes it was measured in
-	Threshold    time.Duration
-	OK           bool          // no stall over Threshold (true when not checked or not judged)
-	Faults       []fault.Kind  // fault kinds active around the longest stall
-	QuorumLost   time.Duration // total time without a quorum while clients were acquiring
+	// Threshold is the threshold of that stall's key; with no stall, the
+	// least threshold of any key.
+	Threshold  time.Duration
+	OK         bool          // no stall over its key's threshold (true when not checked or not judged)
+	Faults     []fault.Kind  // fault kinds active around the worst stall
+	QuorumLost time.Duration // total time without a quorum while clients were acquiring
 }
 
 type interval struct{ start, end time.Duration }
@@ -58,9 +65,9 @@ type stall struct {
 }
 
 // liveness measures the stalls of h and returns the summary and a violation
-// for each stall over the threshold.
-func liveness(h History, faults []FaultSpan, o CheckOptions) (Liveness, []Violation) {
-	l := Liveness{Threshold: o.StallThreshold, Judged: o.StallThreshold > 0, OK: true}
+// for each stall over its key's threshold.
+func liveness(h History, spans []Span, faults []FaultSpan, o CheckOptions, th stallThresholds) (Liveness, []Violation) {
+	l := Liveness{Threshold: th.least(), Judged: th.judged(), OK: true}
 	span, ok := acquiring(h)
 	if h.Nodes <= 0 || !ok {
 		return l, nil
@@ -71,27 +78,31 @@ func liveness(h History, faults []FaultSpan, o CheckOptions) (Liveness, []Violat
 	for _, iv := range ups {
 		l.QuorumLost -= iv.end - iv.start
 	}
-	spans, _ := Spans(h) // Check has validated h
+	keys := demandsOf(h, spans)
 	var vs []Violation
-	for _, key := range keysOf(h) {
-		for _, s := range stalls(h, spans, key, ups) {
-			if s.length > l.LongestStall {
-				l.LongestStall, l.Key, l.Start, l.End = s.length, s.key, s.start, s.end
+	worst := -1.0
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		threshold := th.of(key)
+		for _, s := range keys[key].stalls(key, ups) {
+			score := float64(s.length)
+			if l.Judged {
+				score /= float64(threshold)
 			}
-			if l.Judged && s.length > l.Threshold {
+			if score > worst {
+				worst = score
+				l.LongestStall, l.Key, l.Start, l.End, l.Threshold = s.length, s.key, s.start, s.end, threshold
+			}
+			if l.Judged && s.length > threshold {
 				vs = append(vs, Violation{
 					Property: LivenessStall, Key: key, Start: s.start, End: s.end, Since: s.start,
 					Detail: fmt.Sprintf("%q was free and wanted for %v between %v and %v with a quorum up, yet nobody got it (threshold %v)",
 						key, s.length.Round(time.Millisecond), s.start.Round(time.Millisecond),
-						s.end.Round(time.Millisecond), l.Threshold.Round(time.Millisecond)),
+						s.end.Round(time.Millisecond), threshold.Round(time.Millisecond)),
 				})
 			}
 		}
 	}
 	l.OK = len(vs) == 0
-	if l.LongestStall > 0 {
-		l.Faults = blamed(faults, l.Start, l.End, o.Aftermath, nil)
-	}
 	return l, sortViolations(vs)
 }
 
@@ -117,48 +128,83 @@ func acquiring(h History) (interval, bool) {
 	return iv, found
 }
 
-// stalls returns, for each gap between successive successes of key within
-// the quorum-up intervals ups, the time in it that key was wanted and free.
-func stalls(h History, spans []Span, key string, ups []interval) []stall {
-	var wanted, held []interval
-	var succ []time.Duration
+// demand is what liveness knows of one key: when it was wanted, held and
+// granted.
+type demand struct {
+	wanted, held []interval      // acquires in flight; holds
+	granted      []time.Duration // successful acquires' returns
+}
+
+// demandsOf gathers, per key, the acquires and holds of h.
+func demandsOf(h History, spans []Span) map[string]*demand {
+	keys := map[string]*demand{}
 	for _, op := range h.Ops {
-		if op.Kind != KindAcquire || op.Key != key {
+		if op.Kind != KindAcquire {
 			continue
+		}
+		d := keys[op.Key]
+		if d == nil {
+			d = &demand{}
+			keys[op.Key] = d
 		}
 		end := op.Complete
 		if op.Outcome == Pending {
 			end = h.End
 		}
-		wanted = append(wanted, interval{op.Invoke, end})
+		d.wanted = append(d.wanted, interval{op.Invoke, end})
 		if op.Outcome == OK {
-			succ = append(succ, op.Complete)
+			d.granted = append(d.granted, op.Complete)
 		}
 	}
 	for _, s := range spans {
-		if s.Key == key {
-			held = append(held, interval{s.Start, s.End})
+		if d := keys[s.Key]; d != nil {
+			d.held = append(d.held, interval{s.Start, s.End})
 		}
 	}
-	free := subtract(union(wanted), union(held))
-	slices.Sort(succ)
+	return keys
+}
+
+// stalls returns, for each gap between successive successes of key within
+// the quorum-up intervals ups, the time in it that key was wanted and free.
+// Only the intervals of ups the key was free in are looked at, so that each
+// key costs its own ops, not the whole run's faults.
+func (d *demand) stalls(key string, ups []interval) []stall {
+	free := subtract(union(d.wanted), union(d.held))
+	succ := slices.Sorted(slices.Values(d.granted))
 	var out []stall
-	for _, iv := range ups {
-		prev := iv.start
-		i, _ := slices.BinarySearch(succ, iv.start)
-		for ; i <= len(succ); i++ {
-			next := iv.end
-			if i < len(succ) && succ[i] <= iv.end {
-				next = succ[i]
-			}
-			if n := overlap(free, prev, next); n > 0 {
-				out = append(out, stall{key: key, start: prev, end: next, length: n})
-			}
-			if next == iv.end {
-				break
-			}
-			prev = next
+	last := -1 // the last of ups looked at
+	for _, f := range free {
+		// The first of ups that ends after f starts, past those looked at.
+		u, _ := slices.BinarySearchFunc(ups[last+1:], f.start, func(iv interval, t time.Duration) int {
+			return cmp.Compare(iv.end, t+1)
+		})
+		for u += last + 1; u < len(ups) && ups[u].start < f.end; u++ {
+			out = append(out, gaps(key, ups[u], free, succ)...)
+			last = u
 		}
+	}
+	return out
+}
+
+// gaps returns the stalls of key within the quorum-up interval iv: for each
+// gap between successive successes succ (sorted), the time in it that the
+// key was free.
+func gaps(key string, iv interval, free []interval, succ []time.Duration) []stall {
+	var out []stall
+	prev := iv.start
+	i, _ := slices.BinarySearch(succ, iv.start)
+	for ; i <= len(succ); i++ {
+		next := iv.end
+		if i < len(succ) && succ[i] <= iv.end {
+			next = succ[i]
+		}
+		if n := overlap(free, prev, next); n > 0 {
+			out = append(out, stall{key: key, start: prev, end: next, length: n})
+		}
+		if next == iv.end {
+			break
+		}
+		prev = next
 	}
 	return out
 }
@@ -210,48 +256,6 @@ func overlap(ivs []interval, from, to time.Duration) time.Duration {
 		n += min(ivs[i].end, to) - max(ivs[i].start, from)
 	}
 	return max(n, 0)
-}
-
-// keysOf returns the lock keys acquired in h, sorted.
-func keysOf(h History) []string {
-	var keys []string
-	for _, op := range h.Ops {
-		if op.Kind == KindAcquire && !slices.Contains(keys, op.Key) {
-			keys = append(keys, op.Key)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// stallThreshold is the default threshold (see Liveness), 0 when the
-// history has no validity end to derive it from.
-func stallThreshold(h History) time.Duration {
-	var lease time.Duration
-	var rel, acq []time.Duration
-	for _, op := range h.Ops {
-		switch {
-		case op.Kind == KindAcquire && op.Outcome == OK:
-			acq = append(acq, op.Complete-op.Invoke)
-			if op.ValidUntil != 0 {
-				lease = max(lease, op.ValidUntil-op.Invoke)
-			}
-		case op.Kind == KindRelease && (op.Outcome == OK || op.Outcome == LockLost):
-			rel = append(rel, op.Complete-op.Invoke)
-		}
-	}
-	if lease <= 0 {
-		return 0
-	}
-	// A release is one round trip to the nodes, with nobody to wait for:
-	// how slow the machine and the network were. Without releases, the
-	// acquires' latency, waits behind holders included, is a looser stand-in.
-	trip := rel
-	if len(trip) == 0 {
-		trip = acq
-	}
-	slices.Sort(trip)
-	return 2*lease + 4*trip[max((len(trip)*99+99)/100, 1)-1]
 }
 
 // quorumUp returns the intervals within span during which a quorum of the

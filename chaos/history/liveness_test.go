@@ -169,6 +169,33 @@ func TestStallIsAViolation(t *testing.T) {
 			verdict: VerdictViolated, stalls: 1, longest: ms(401),
 		},
 		{
+			// "long" is acquired once with a lease of an hour: k's threshold
+			// stays its own 106 ms.
+			name: "another key's long lease does not excuse a stall",
+			history: func(b *builder) History {
+				b.add(Op{Kind: KindAcquire, Client: 2, Key: "long", Invoke: 0, Complete: ms(1),
+					Outcome: OK, Token: 1, ValidUntil: time.Hour})
+				t := b.clean(10, 0, 1)
+				b.failedAcquire(1, t, t+300)
+				return b.done(b.clean(10, t+300, 11))
+			},
+			verdict: VerdictViolated, stalls: 1, longest: ms(301),
+		},
+		{
+			// "never" is wanted for 300 ms and never granted: its lease is
+			// not in the history, so it takes the longest, an hour's.
+			name: "a key never granted is judged on the longest lease",
+			history: func(b *builder) History {
+				b.add(Op{Kind: KindAcquire, Client: 2, Key: "long", Invoke: 0, Complete: ms(1),
+					Outcome: OK, Token: 1, ValidUntil: time.Hour})
+				t := b.clean(10, 0, 1)
+				b.add(Op{Kind: KindAcquire, Client: 2, Key: "never", Invoke: ms(t), Complete: ms(t + 300),
+					Outcome: Failed, Err: "not acquired"})
+				return b.done(b.clean(10, t, 11))
+			},
+			verdict: VerdictOK, longest: ms(1), // the worst for its threshold: a clean acquire's own millisecond
+		},
+		{
 			name: "no validity ends: measured, not judged",
 			history: func(b *builder) History {
 				t := b.clean(10, 0, 1)
@@ -215,6 +242,16 @@ func TestStallThreshold(t *testing.T) {
 	b.acquire(0, 0, 10, 100, 1)
 	if got, want := Check(b.done(300), CheckOptions{}).Liveness.Threshold, 2*ms(110)+4*ms(10); got != want {
 		t.Errorf("without releases: threshold %v, want four times the acquire latency instead, %v", got, want)
+	}
+	// Each key has its own: the worst stall, k's 10 ms, is judged on k's
+	// lease, not on the hour of "long".
+	b = newBuilder(3)
+	a = b.acquire(0, 0, 10, 100, 1) // lease 110 ms
+	b.release(a, 20, 23)
+	b.add(Op{Kind: KindAcquire, Client: 1, Key: "long", Invoke: ms(30), Complete: ms(31),
+		Outcome: OK, Token: 1, ValidUntil: ms(30) + time.Hour})
+	if l := Check(b.done(300), CheckOptions{}).Liveness; l.Key != "k" || l.Threshold != 2*ms(110)+4*ms(3) {
+		t.Errorf("worst stall of %q, threshold %v; want k's, %v", l.Key, l.Threshold, 2*ms(110)+4*ms(3))
 	}
 }
 

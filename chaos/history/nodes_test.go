@@ -212,7 +212,7 @@ func TestNodeGuarantees(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", sc.name+".jsonl")
-			if *update {
+			if *history.UpdateGoldens {
 				if err := os.WriteFile(path, gen.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}

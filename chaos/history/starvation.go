@@ -24,7 +24,7 @@ import (
 // clients at least twice during it.
 //
 // The default threshold of a key is derived from the history itself: the
-// liveness stall threshold (about two TTLs and how slow the machine was: what
+// key's liveness stall threshold (about two of its TTLs and how slow the machine was: what
 // a free key may take to be handed on) plus the longest hold of the key (what
 // a waiter may have to sit out, however fair the lock), or ten times the
 // key's mean wait per grant (the time clients spent acquiring it, summed,
@@ -79,8 +79,8 @@ type waitFor struct {
 
 // starvation measures the waits of h and returns the summary and a violation
 // for each wait over its key's threshold.
-func starvation(h History, spans []Span, faults []FaultSpan, o CheckOptions) (Starvation, []Violation) {
-	s := Starvation{OK: true, Judged: o.StarvationThreshold > 0 || o.StallThreshold > 0}
+func starvation(h History, spans []Span, faults []FaultSpan, o CheckOptions, th stallThresholds) (Starvation, []Violation) {
+	s := Starvation{OK: true, Judged: o.StarvationThreshold > 0 || th.judged()}
 	span, ok := acquiring(h)
 	if h.Nodes <= 0 || !ok {
 		return s, nil
@@ -94,8 +94,8 @@ func starvation(h History, spans []Span, faults []FaultSpan, o CheckOptions) (St
 		k := keys[key]
 		ws := k.waits(key, ups)
 		threshold := o.StarvationThreshold
-		if threshold == 0 && o.StallThreshold > 0 {
-			threshold = max(o.StallThreshold+k.longest, starvationFactor*k.meanWait(ups))
+		if stall := th.of(key); threshold == 0 && stall > 0 {
+			threshold = max(stall+k.longest, starvationFactor*k.meanWait(ups))
 		}
 		for _, w := range ws {
 			if w.others == 0 {
@@ -122,9 +122,6 @@ func starvation(h History, spans []Span, faults []FaultSpan, o CheckOptions) (St
 		}
 	}
 	s.OK = len(vs) == 0
-	if s.Wait > 0 {
-		s.Faults = blamed(faults, s.Start, s.End, o.Aftermath, []int{s.Client})
-	}
 	return s, sortViolations(vs)
 }
 
@@ -161,12 +158,18 @@ func waitsFor(h History, spans []Span) map[string]*waitFor {
 // waits returns every client's waits for key within the quorum-up intervals
 // ups, by client then time.
 func (k *waitFor) waits(key string, ups []interval) []wait {
+	var all []time.Duration // every grant of the key
+	for _, at := range k.granted {
+		all = append(all, at...)
+	}
+	slices.Sort(all)
 	var out []wait
 	for _, c := range slices.Sorted(maps.Keys(k.acquiring)) {
 		waiting := intersect(union(k.acquiring[c]), ups)
 		if len(waiting) == 0 {
 			continue
 		}
+		closed := joined(waiting)
 		succ := slices.Sorted(slices.Values(k.granted[c]))
 		prev := waiting[0].start
 		for i := 0; i <= len(succ); i++ {
@@ -175,18 +178,9 @@ func (k *waitFor) waits(key string, ups []interval) []wait {
 				next = min(succ[i], next)
 			}
 			if n := overlap(waiting, prev, next); n > 0 {
-				w := wait{client: c, key: key, start: firstIn(waiting, prev), end: next, length: n}
-				for other, at := range k.granted {
-					if other == c {
-						continue
-					}
-					for _, t := range at {
-						if t > prev && t < next && covers(waiting, t) {
-							w.others++
-						}
-					}
-				}
-				out = append(out, w)
+				// The grants to others: all of them, less the client's own.
+				others := coveredWithin(closed, all, prev, next) - coveredWithin(closed, succ, prev, next)
+				out = append(out, wait{client: c, key: key, start: firstIn(waiting, prev), end: next, length: n, others: others})
 			}
 			if i < len(succ) {
 				prev = max(prev, succ[i])
@@ -211,18 +205,21 @@ func (k *waitFor) meanWait(ups []interval) time.Duration {
 	return total / time.Duration(k.grants)
 }
 
-// intersect returns a ∩ b, both sorted and disjoint.
+// intersect returns a ∩ b, both sorted and disjoint, in
+// O(len(a) log len(b)) and the size of the result.
 func intersect(a, b []interval) []interval {
 	var out []interval
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		if s, e := max(a[i].start, b[j].start), min(a[i].end, b[j].end); e > s {
-			out = append(out, interval{s, e})
+	from := 0 // the intervals of b before from end before the rest of a
+	for _, x := range a {
+		j, _ := slices.BinarySearchFunc(b[from:], x.start, func(iv interval, t time.Duration) int {
+			return cmp.Compare(iv.end, t+1) // the first that ends after x starts
+		})
+		for j += from; j < len(b) && b[j].start < x.end; j++ {
+			if s, e := max(x.start, b[j].start), min(x.end, b[j].end); e > s {
+				out = append(out, interval{s, e})
+			}
 		}
-		if a[i].end < b[j].end {
-			i++
-		} else {
-			j++
-		}
+		from = max(from, j-1) // b[j-1] may reach into the next of a
 	}
 	return out
 }
@@ -230,16 +227,37 @@ func intersect(a, b []interval) []interval {
 // firstIn returns the first moment at or after t that the sorted, disjoint
 // ivs cover.
 func firstIn(ivs []interval, t time.Duration) time.Duration {
-	for _, iv := range ivs {
-		if iv.end > t {
-			return max(iv.start, t)
-		}
+	i, _ := slices.BinarySearchFunc(ivs, t, func(iv interval, t time.Duration) int { return cmp.Compare(iv.end, t+1) })
+	if i < len(ivs) {
+		return max(ivs[i].start, t)
 	}
 	return t
 }
 
-// covers reports whether the sorted, disjoint ivs cover t.
-func covers(ivs []interval, t time.Duration) bool {
-	i, _ := slices.BinarySearchFunc(ivs, t, func(iv interval, t time.Duration) int { return cmp.Compare(iv.end, t) })
-	return i < len(ivs) && ivs[i].start <= t
+// joined returns the sorted, disjoint ivs with those that touch made one:
+// the same set of moments, closed intervals each, none sharing an end.
+func joined(ivs []interval) []interval {
+	var out []interval
+	for _, iv := range ivs {
+		if n := len(out); n > 0 && iv.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, iv.end)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// coveredWithin counts the times ts (sorted) strictly between from and to
+// that the closed intervals ivs (sorted, disjoint, none touching) cover.
+func coveredWithin(ivs []interval, ts []time.Duration, from, to time.Duration) int {
+	i, _ := slices.BinarySearchFunc(ivs, from, func(iv interval, t time.Duration) int { return cmp.Compare(iv.end, t+1) })
+	n := 0
+	for ; i < len(ivs) && ivs[i].start < to; i++ {
+		// ts in [start, end] and in (from, to).
+		lo, _ := slices.BinarySearch(ts, max(ivs[i].start, from+1))
+		hi, _ := slices.BinarySearch(ts, min(ivs[i].end+1, to))
+		n += max(hi-lo, 0)
+	}
+	return n
 }

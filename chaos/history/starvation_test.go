@@ -38,6 +38,19 @@ func TestStarvation(t *testing.T) {
 			verdict: VerdictViolated, starved: 1, wait: ms(1000), others: 100,
 		},
 		{
+			// "long" is acquired once with a lease of an hour: k's
+			// threshold stays its own.
+			name: "another key's long lease does not excuse it",
+			starving: func(b *builder) {
+				b.add(Op{Kind: KindAcquire, Client: 4, Key: "long", Invoke: 0, Complete: ms(1),
+					Outcome: OK, Token: 1, ValidUntil: time.Hour})
+				for i := range 10 {
+					b.failedAcquire(3, float64(i*100), float64(i*100+100))
+				}
+			},
+			verdict: VerdictViolated, starved: 1, wait: ms(1000), others: 100,
+		},
+		{
 			// Client 3 takes every fourth turn, after 30 ms of trying.
 			name: "a client served in turn is not starved",
 			starving: func(b *builder) {

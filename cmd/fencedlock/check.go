@@ -57,7 +57,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clockErr := fs.Duration("clock-error", 0,
 		"the history's timestamps may disagree by up to `D` (default: its run line's clock_error_ns, else 0)")
 	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
-	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history)")
+	stall := fs.Duration("stall-threshold", 0, "liveness allows stalls up to `D` (default: derived from the history, per key)")
 	starved := fs.Duration("starvation-threshold", 0,
 		"a client may wait up to `D` for a key others keep getting (default: derived from the history, per key)")
 	handover := fs.Duration("handover-threshold", 0,

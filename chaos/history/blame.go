@@ -21,17 +21,36 @@ import (
 // holds, and each rests on a node that both holds' quorums share
 // (docs/protocol.md, Claims 1–3): with the quorums known, a node fault
 // explains the violation only if it broke the assumption on every node the
-// quorums share (see explains).
+// quorums share (see explains), for every pair of holds the violation
+// rests on (see pairs).
 type blamer struct {
 	h         History
+	spans     []Span // by acquire op ID
+	eps       time.Duration
 	faults    []FaultSpan
 	reach     []map[string]time.Duration // per fault: lock key -> end of its window on that key
-	quorums   map[int][][]int            // acquire op ID -> the node sets that held it; absent: unknown
+	quorums   map[int][]quorumStep       // acquire op ID -> the node sets that held it; absent: unknown
 	tokenSets map[int][]int              // acquire op ID -> the nodes that made its token; absent: unknown
 }
 
-func newBlamer(h History, spans []Span, faults []FaultSpan, aftermath time.Duration) *blamer {
-	b := &blamer{h: h, faults: faults, quorums: map[int][][]int{}, tokenSets: map[int][]int{}}
+// quorumStep is a node set a hold rests on: the nodes that granted it (or
+// extended it), from that call's return to the validity end it gave.
+type quorumStep struct {
+	nodes       []int
+	from, until time.Duration
+}
+
+// stepOf returns op's node set and when it is in force.
+func stepOf(op Op) quorumStep {
+	until := op.ValidUntil
+	if until == 0 {
+		until = forever
+	}
+	return quorumStep{nodes: op.Granted, from: op.Complete, until: until}
+}
+
+func newBlamer(h History, spans []Span, faults []FaultSpan, aftermath, eps time.Duration) *blamer {
+	b := &blamer{h: h, spans: spans, eps: eps, faults: faults, quorums: map[int][]quorumStep{}, tokenSets: map[int][]int{}}
 	lease := map[string]time.Duration{}
 	for _, op := range h.Ops {
 		if op.Kind == KindAcquire && op.Outcome == OK {
@@ -39,7 +58,7 @@ func newBlamer(h History, spans []Span, faults []FaultSpan, aftermath time.Durat
 				lease[op.Key] = max(lease[op.Key], op.ValidUntil-op.Complete)
 			}
 			if op.Granted != nil {
-				b.quorums[op.ID] = [][]int{op.Granted}
+				b.quorums[op.ID] = []quorumStep{stepOf(op)}
 				b.tokenSets[op.ID] = op.Granted
 			}
 		}
@@ -51,7 +70,7 @@ func newBlamer(h History, spans []Span, faults []FaultSpan, aftermath time.Durat
 			continue
 		}
 		if qs, ok := b.quorums[op.Hold]; ok && op.Granted != nil {
-			b.quorums[op.Hold] = append(qs, op.Granted)
+			b.quorums[op.Hold] = append(qs, stepOf(op))
 		} else {
 			delete(b.quorums, op.Hold)
 		}
@@ -84,7 +103,7 @@ func (b *blamer) touches(f FaultSpan, s Span) bool {
 		return true
 	}
 	for _, q := range qs {
-		if slices.Contains(q, f.Node) {
+		if slices.Contains(q.nodes, f.Node) {
 			return true
 		}
 	}
@@ -129,46 +148,76 @@ func (b *blamer) blame(vs []Violation, expected map[Property][]fault.Kind) {
 		key := b.lockKey(*v)
 		// A fault over before a handover does not slow it (see Handover).
 		aftermath := v.Property != SlowHandover
-		qa, qb, pair := b.pairQuorums(*v)
-		if !pair {
+		pairs := b.pairs(*v)
+		if pairs == nil {
 			v.Faults = b.window(key, v.Since, v.End, v.Clients, v.Nodes, aftermath)
-			for _, k := range v.Faults {
-				if slices.Contains(expected[v.Property], k) {
-					v.Expected = true
-				}
-			}
+			v.Expected = anyExpected(v.Faults, expected[v.Property])
 			continue
 		}
-		// Client faults as before; node faults only within the holds'
-		// own time, on their nodes.
+		// Expected only when every pair of holds it rests on is.
 		var kinds []fault.Kind
-		hit := map[int]bool{} // nodes where an expected node fault broke an assumption
-		for j, f := range b.faults {
-			if f.Kind.ClientSide() {
-				if !slices.Contains(v.Clients, f.Client) || !b.inWindow(j, key, v.Since, v.End, true) {
-					continue
+		v.Expected = true
+		for _, p := range pairs {
+			pk, ok := b.blamePair(v.Property, key, p, expected[v.Property])
+			v.Expected = v.Expected && ok
+			for _, k := range pk {
+				if !slices.Contains(kinds, k) {
+					kinds = append(kinds, k)
 				}
-				if slices.Contains(expected[v.Property], f.Kind) {
-					v.Expected = true
-				}
-			} else {
-				if !b.inWindow(j, key, v.Since, v.End, false) || !onAny(f.Node, qa, qb) {
-					continue
-				}
-				if slices.Contains(expected[v.Property], f.Kind) {
-					hit[f.Node] = true
-				}
-			}
-			if !slices.Contains(kinds, f.Kind) {
-				kinds = append(kinds, f.Kind)
 			}
 		}
 		slices.Sort(kinds)
 		v.Faults = kinds
-		if !v.Expected && len(hit) > 0 {
-			v.Expected = explains(qa, qb, hit, b.h.Nodes)
+	}
+}
+
+// anyExpected reports whether one of kinds is among expected.
+func anyExpected(kinds, expected []fault.Kind) bool {
+	for _, k := range kinds {
+		if slices.Contains(expected, k) {
+			return true
 		}
 	}
+	return false
+}
+
+// blamePair returns the kinds blamed for the violation of property by the
+// pair p of holds, and whether one that breaks its assumptions explains
+// it: with neither hold's nodes known, any in its window; else client
+// faults of its clients as before, and node faults only within the holds'
+// own time, on their nodes, as explains says.
+func (b *blamer) blamePair(property Property, key string, p holdPair, expected []fault.Kind) ([]fault.Kind, bool) {
+	clients := []int{b.h.Ops[p.a-1].Client, b.h.Ops[p.b-1].Client}
+	sets, known := b.quorumPairs(property, p)
+	if !known {
+		kinds := b.window(key, p.since, p.end, clients, nil, true)
+		return kinds, anyExpected(kinds, expected)
+	}
+	var kinds []fault.Kind
+	explained := false
+	hit := map[int]bool{} // nodes where an expected node fault broke an assumption
+	for j, f := range b.faults {
+		if f.Kind.ClientSide() {
+			if !slices.Contains(clients, f.Client) || !b.inWindow(j, key, p.since, p.end, true) {
+				continue
+			}
+			if slices.Contains(expected, f.Kind) {
+				explained = true
+			}
+		} else {
+			if !b.inWindow(j, key, p.since, p.end, false) || !onAny(f.Node, sets) {
+				continue
+			}
+			if slices.Contains(expected, f.Kind) {
+				hit[f.Node] = true
+			}
+		}
+		if !slices.Contains(kinds, f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds, explained || (len(hit) > 0 && explains(sets, hit, b.h.Nodes))
 }
 
 // lockKey is the lock key a violation is about: its own key, or, for the
@@ -182,39 +231,11 @@ func (b *blamer) lockKey(v Violation) string {
 	return v.Key
 }
 
-// pairQuorums returns, for a violation judged on two holds, the node sets
-// each hold rests on (nil: unknown): for mutual exclusion, the nodes that
-// granted or extended it; for token order and uniqueness, the nodes that
-// made its token. pair is false when the violation is not on two holds or
-// neither hold's nodes are known: it is then blamed by its window alone.
-func (b *blamer) pairQuorums(v Violation) (qa, qb [][]int, pair bool) {
-	if len(v.Ops) != 2 {
-		return nil, nil, false
-	}
-	switch v.Property {
-	case MutualExclusion:
-		qa, qb = b.quorums[v.Ops[0]], b.quorums[v.Ops[1]]
-	case FencingOrder, DuplicateTokens:
-		if q, ok := b.tokenSets[v.Ops[0]]; ok {
-			qa = [][]int{q}
-		}
-		if q, ok := b.tokenSets[v.Ops[1]]; ok {
-			qb = [][]int{q}
-		}
-	default:
-		return nil, nil, false
-	}
-	return qa, qb, qa != nil || qb != nil
-}
-
-// onAny reports whether node is in one of the known node sets, or could be
-// (a hold whose nodes are unknown).
-func onAny(node int, qa, qb [][]int) bool {
-	if qa == nil || qb == nil {
-		return true
-	}
-	for _, q := range slices.Concat(qa, qb) {
-		if slices.Contains(q, node) {
+// onAny reports whether node is in one of the node sets, or could be (a
+// hold whose nodes are unknown).
+func onAny(node int, sets []setPair) bool {
+	for _, sp := range sets {
+		if sp.a == nil || sp.b == nil || slices.Contains(sp.a, node) || slices.Contains(sp.b, node) {
 			return true
 		}
 	}
@@ -222,42 +243,42 @@ func onAny(node int, qa, qb [][]int) bool {
 }
 
 // explains reports whether the nodes hit can account for two holds on
-// quorums qa and qb (nil: any set of a quorum of the n nodes). The property
-// rests on a node the two share: it can fail only if some pair of their
-// quorums shares nodes, and every one of those was hit (a node that was not
+// every pair of node sets given (nil: any set of a quorum of the n nodes).
+// The property rests on a node the two sets share: it can fail only if
+// they share nodes and every one of those was hit (a node that was not
 // kept its counter, or its key, and the proof goes through on it). With
-// one side unknown, the other's quorum q meets every possible quorum only
-// in hit nodes iff the nodes outside q and the hit ones of q can make a
+// one side unknown, the other's set q meets every possible quorum only in
+// hit nodes iff the nodes outside q and the hit ones of q can make a
 // quorum, and one of q's was hit.
-func explains(qa, qb [][]int, hit map[int]bool, n int) bool {
-	if qa == nil {
-		qa, qb = qb, qa
+func explains(sets []setPair, hit map[int]bool, n int) bool {
+	for _, sp := range sets {
+		if !explainsPair(sp, hit, n) {
+			return false
+		}
 	}
-	for _, a := range qa {
+	return len(sets) > 0
+}
+
+func explainsPair(sp setPair, hit map[int]bool, n int) bool {
+	a, bq := sp.a, sp.b
+	if a == nil {
+		a, bq = bq, a
+	}
+	if bq == nil {
 		hitA := 0
 		for _, j := range a {
 			if hit[j] {
 				hitA++
 			}
 		}
-		if qb == nil {
-			if hitA > 0 && (n == 0 || n-len(a)+hitA >= n/2+1) {
-				return true
-			}
-			continue
-		}
-		for _, bq := range qb {
-			shared, all := 0, true
-			for _, j := range a {
-				if slices.Contains(bq, j) {
-					shared++
-					all = all && hit[j]
-				}
-			}
-			if shared > 0 && all {
-				return true
-			}
+		return hitA > 0 && (n == 0 || n-len(a)+hitA >= n/2+1)
+	}
+	shared, all := 0, true
+	for _, j := range a {
+		if slices.Contains(bq, j) {
+			shared++
+			all = all && hit[j]
 		}
 	}
-	return false
+	return shared > 0 && all
 }

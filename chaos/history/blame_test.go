@@ -1,6 +1,9 @@
 package history
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
@@ -133,6 +136,63 @@ func TestBlameReach(t *testing.T) {
 			res := Check(bl.done(start+200), CheckOptions{Aftermath: ms(tc.aftermath)})
 			if res.Found.MutualExclusion != 1 || (res.Expected.MutualExclusion == 1) != tc.expected {
 				t.Fatalf("found %+v, expected %+v; want one overlap, expected %v", res.Found, res.Expected, tc.expected)
+			}
+		})
+	}
+}
+
+// TestBlameEveryPair checks hand-written histories in which the later hold
+// breaks a property against more than one earlier hold (or one hold rests
+// on two quorums at once): a fault explains the violation only if it
+// explains every pair, each on the nodes its own quorums share.
+func TestBlameEveryPair(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		verdict  Verdict
+		found    Counts
+		expected Counts
+	}{
+		// Token 11 after tokens 12 (nodes 0, 1) and 13 (nodes 1, 2); node 2
+		// lost its data: it explains 11 after 13, not after 12 (node 0).
+		{file: "blame-order-two-earlier", verdict: VerdictViolated, found: Counts{FencingOrder: 1}},
+		{file: "blame-order-two-earlier-both-hit", verdict: VerdictOK,
+			found: Counts{FencingOrder: 1}, expected: Counts{FencingOrder: 1}},
+		// Token 5 three times, on nodes {0,1}, {1,2}, {0,2}; nodes 1 and 0
+		// lost their data: the last two share node 2, which kept it.
+		{file: "blame-token-thrice", verdict: VerdictViolated,
+			found: Counts{FencingOrder: 2, DuplicateTokens: 2}, expected: Counts{FencingOrder: 1, DuplicateTokens: 1}},
+		{file: "blame-token-thrice-all-hit", verdict: VerdictOK,
+			found: Counts{FencingOrder: 2, DuplicateTokens: 2}, expected: Counts{FencingOrder: 2, DuplicateTokens: 2}},
+		// Three holds overlap, on {0,1}, {1,2}, {0,2}; clocks of nodes 1
+		// and 2 jumped: the first and the last share node 0.
+		{file: "blame-overlap-of-three", verdict: VerdictViolated,
+			found: Counts{MutualExclusion: 2}, expected: Counts{MutualExclusion: 1}},
+		{file: "blame-overlap-of-three-all-hit", verdict: VerdictOK,
+			found: Counts{MutualExclusion: 2}, expected: Counts{MutualExclusion: 2}},
+		// A hold granted by {0,1} and extended by {1,2}, both in force when
+		// a hold granted by {0,2} begins; node 0's clock jumped, node 2
+		// kept the first hold's key.
+		{file: "blame-extended-quorum", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
+		{file: "blame-extended-quorum-both-hit", verdict: VerdictOK,
+			found: Counts{MutualExclusion: 1}, expected: Counts{MutualExclusion: 1}},
+		// The same, begun after the grant's validity: only the extension's
+		// nodes count, and node 2's jump explains it.
+		{file: "blame-extended-quorum-after-first", verdict: VerdictOK,
+			found: Counts{MutualExclusion: 1}, expected: Counts{MutualExclusion: 1}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := ReadJSONL(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Check(h, CheckOptions{})
+			if res.Verdict != tc.verdict || res.Found != tc.found || res.Expected != tc.expected {
+				t.Fatalf("verdict %s (%s), found %+v, expected %+v; want %s, %+v, %+v",
+					res.Verdict, res.Reason, res.Found, res.Expected, tc.verdict, tc.found, tc.expected)
 			}
 		})
 	}

@@ -33,8 +33,11 @@ import (
 //     each node after it returned found the hold's value on fewer than a
 //     quorum of nodes; after one that said lost, the latest probe of each
 //     node before it (and after any extend) did not find the value, with a
-//     PTTL reaching past the Unlock's return, on a quorum: those nodes held
-//     it all through the Unlock.
+//     PTTL (less a millisecond: the node's remaining time may be that much
+//     shorter) reaching past the Unlock's return, on a quorum: those nodes
+//     held it all through the Unlock.
+//
+// A hold recorded without its value is not judged: no probe matches it.
 //
 // Each violation names the nodes it is about (Violation.Nodes): only faults
 // on them, and on its client, are blamed.
@@ -95,6 +98,9 @@ func nodeGuarantees(h History, allowance time.Duration) []Violation {
 	if h.Nodes > 0 {
 		q := h.Nodes/2 + 1
 		for _, id := range order {
+			if lives[id].acquire.Value == "" {
+				continue // no value recorded: no probe can be matched to the hold
+			}
 			vs = append(vs, untilBeyondQuorum(lives[id], h.Nodes, q)...)
 			vs = append(vs, unlockResult(lives[id], q)...)
 		}
@@ -203,7 +209,9 @@ func unlockResult(l *holdLife, q int) []Violation {
 				}
 			}
 			for n, p := range last {
-				if p.Value == l.acquire.Value && p.PTTL > 0 && p.Invoke+p.PTTL > r.Complete {
+				// PTTL is whole milliseconds, rounded down from a time that
+				// may be up to a millisecond shorter.
+				if p.Value == l.acquire.Value && p.PTTL > 0 && p.Invoke+p.PTTL-time.Millisecond > r.Complete {
 					holding = append(holding, n)
 					ids = append(ids, p.ID)
 				}

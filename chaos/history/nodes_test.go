@@ -280,3 +280,36 @@ func TestProbeLineErrors(t *testing.T) {
 		t.Fatalf("probe read as %+v", p)
 	}
 }
+
+// TestNodeGuaranteesHandWritten checks hand-written histories that a
+// correct lock can record.
+func TestNodeGuaranteesHandWritten(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		found Counts
+	}{
+		// An Unlock said lost; the probes before it saw the value on a
+		// quorum with a PTTL reaching 0.5 ms past its return: PTTL is
+		// rounded down, so the keys may have expired up to 1 ms sooner.
+		{file: "unlock-lost-within-pttl-rounding"},
+		// Holds recorded without their values: probes that find no key
+		// after a release, or a value, cannot be matched to them.
+		{file: "unlock-released-no-value"},
+		{file: "until-no-value"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := ReadJSONL(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Check(h, CheckOptions{})
+			if res.Verdict != VerdictOK || res.Found != tc.found {
+				t.Fatalf("verdict %s (%s), found %+v; want ok, %+v", res.Verdict, res.Reason, res.Found, tc.found)
+			}
+		})
+	}
+}

@@ -343,7 +343,7 @@ func Check(h History, opts CheckOptions) Result {
 		vs = append(vs, order(h, spans, opts.OrderMargin)...)
 	}
 	vs = append(vs, nodeGuarantees(h, opts.ReleaseAllowance)...)
-	b := newBlamer(h, spans, all, opts.Aftermath, opts.Epsilon)
+	b := newBlamer(h, spans, all, opts.Aftermath, h.ClockError)
 	b.blame(vs, opts.Expected)
 	if l := &res.Liveness; l.LongestStall > 0 {
 		l.Faults = b.window(l.Key, l.Start, l.End, nil, nil, true)

@@ -286,7 +286,7 @@ func TestProbeLineErrors(t *testing.T) {
 func TestNodeGuaranteesHandWritten(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
-		found Counts
+		found history.Counts
 	}{
 		// An Unlock said lost; the probes before it saw the value on a
 		// quorum with a PTTL reaching 0.5 ms past its return: PTTL is
@@ -302,12 +302,12 @@ func TestNodeGuaranteesHandWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := ReadJSONL(bytes.NewReader(data))
+			h, err := history.ReadJSONL(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := Check(h, CheckOptions{})
-			if res.Verdict != VerdictOK || res.Found != tc.found {
+			res := history.Check(h, history.CheckOptions{})
+			if res.Verdict != history.VerdictOK || res.Found != tc.found {
 				t.Fatalf("verdict %s (%s), found %+v; want ok, %+v", res.Verdict, res.Reason, res.Found, tc.found)
 			}
 		})

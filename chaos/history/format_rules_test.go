@@ -31,6 +31,8 @@ func TestFormatRules(t *testing.T) {
 		// for the line, and miss the lost write as before.
 		{file: "version-1-repeated-entry.jsonl", verdict: VerdictOK, warnings: 2},
 		{file: "fault-on-unknown-node.jsonl", line: 2, field: "node", msg: "7 is not a node of the run (it has 3"},
+		// Probes of nodes the run does not have would count toward a quorum.
+		{file: "probe-on-unknown-node.jsonl", line: 4, field: "node", msg: "7 is not a node of the run (it has 3"},
 		{file: "repeated-field.jsonl", line: 4, field: "token", msg: "given more than once"},
 		// The hold lost at the extend's return, 15 ms before the next acquire.
 		{file: "lost-extend.jsonl", verdict: VerdictOK},

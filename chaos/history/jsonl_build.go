@@ -251,14 +251,15 @@ func (p *parser) refuseRepeatedEntries() {
 	}
 }
 
-// refuseUnknownNodes refuses a fault on a node the run line does not count.
+// refuseUnknownNodes refuses a fault or a probe on a node the run line does
+// not count.
 func (p *parser) refuseUnknownNodes() {
 	if p.run == nil || p.run.run.nodes == nil {
 		return
 	}
 	nodes := int(*p.run.run.nodes)
 	for _, l := range p.ops {
-		if l.op.Kind == KindFault && !l.op.Fault.ClientSide() && l.op.Node >= nodes {
+		if (l.op.Kind == KindProbe || l.op.Kind == KindFault && !l.op.Fault.ClientSide()) && l.op.Node >= nodes {
 			p.refused = append(p.refused, &LineError{Line: l.n, Field: "node",
 				Err: fmt.Errorf("%d is not a node of the run (it has %d: 0 to %d)", l.op.Node, nodes, nodes-1)})
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
@@ -33,7 +34,7 @@ type Config struct {
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
 	NodeTimeout time.Duration
 	// Strict counts every violation as unexpected, even under faults that
-	// break an assumption of the lock (history.DefaultExpected otherwise).
+	// break an assumption of the lock (checker.DefaultExpected otherwise).
 	Strict bool
 	// StopOnViolation ends the run early, ten TTLs after the first safety
 	// violation that no fault explains (the history is checked as it grows;
@@ -205,7 +206,7 @@ func (c Config) canHunt() error {
 // CheckOptions are the options a run of c judges its history with; a
 // history the run wrote, read back and checked with them, gets the run's
 // verdict. Fields left zero take Run's defaults.
-func (c Config) CheckOptions() history.CheckOptions {
+func (c Config) CheckOptions() checker.CheckOptions {
 	if d, err := c.withDefaults(); err == nil {
 		c = d
 	}
@@ -214,9 +215,9 @@ func (c Config) CheckOptions() history.CheckOptions {
 	// within one node timeout, and its wait start is read on the client
 	// just before it; twice the node timeout leaves that time, and the
 	// scheduling of the client's goroutine, to enter the place on a quorum.
-	opts := history.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance()}
+	opts := checker.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance()}
 	if c.Strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
+		opts.Expected = map[checker.Property][]fault.Kind{}
 	}
 	return opts
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/process"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
@@ -175,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	h.Clients = nil // numbered: see clientName
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
-		Seed: int64(cfg.Seed), History: h, Result: history.Check(h, opts), ClientProcs: procReport,
+		Seed: int64(cfg.Seed), History: h, Result: checker.Check(h, opts), ClientProcs: procReport,
 	}
 	return run, faults.err()
 }
@@ -339,7 +340,7 @@ func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, cli
 // and the waiter it passed returns after it, if ever. Lost writes need the final store, and liveness
 // (stalls, starvation, handovers) the whole run: those wait for the final
 // check.
-func stopOnViolation(ctx context.Context, stop context.CancelFunc, mem *recorder.Memory, opts history.CheckOptions, margin time.Duration) {
+func stopOnViolation(ctx context.Context, stop context.CancelFunc, mem *recorder.Memory, opts checker.CheckOptions, margin time.Duration) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -349,9 +350,9 @@ func stopOnViolation(ctx context.Context, stop context.CancelFunc, mem *recorder
 			return
 		}
 		h := mem.History()
-		for _, v := range history.Check(h, opts).Violations {
+		for _, v := range checker.Check(h, opts).Violations {
 			switch v.Property {
-			case history.LostWrites, history.LivenessStall, history.LivenessStarvation, history.SlowHandover:
+			case checker.LostWrites, checker.LivenessStall, checker.LivenessStarvation, checker.SlowHandover:
 				continue
 			}
 			if !v.Expected && v.End < h.End-margin {

@@ -17,6 +17,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos"
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/docker"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
@@ -26,13 +27,13 @@ import (
 
 // short runs one fault kind for a few seconds with a short TTL (see
 // timing), so that many holds and several faults fit.
-func short(t *testing.T, faults ...fault.Kind) history.Result {
+func short(t *testing.T, faults ...fault.Kind) checker.Result {
 	t.Helper()
 	return shortOn(t, "process", faults...)
 }
 
 // shortOn is short on the named backend.
-func shortOn(t *testing.T, backendName string, faults ...fault.Kind) history.Result {
+func shortOn(t *testing.T, backendName string, faults ...fault.Kind) checker.Result {
 	t.Helper()
 	ttl, nodeTimeout := shortTiming(t, backendName)
 	cfg := chaos.Config{
@@ -66,7 +67,7 @@ func TestToleratedFaults(t *testing.T) {
 	for _, f := range chaos.DefaultFaults() {
 		t.Run(string(f), func(t *testing.T) {
 			res := short(t, f)
-			if res.Verdict != history.VerdictOK {
+			if res.Verdict != checker.VerdictOK {
 				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
 			}
 			// A delayed restart loses fence counters (fault.LosesData): only
@@ -133,7 +134,7 @@ func TestToleratedFaultsDocker(t *testing.T) {
 	for _, f := range []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition} {
 		t.Run(string(f), func(t *testing.T) {
 			res := shortOn(t, "docker", f)
-			if res.Verdict != history.VerdictOK {
+			if res.Verdict != checker.VerdictOK {
 				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
 			}
 			if n := res.Found.Total(); n != 0 {
@@ -164,7 +165,7 @@ func TestFailedInjectionFailsTheRun(t *testing.T) {
 	if !errors.Is(err, chaos.ErrInjection) || !errors.Is(err, backend.ErrNoFaketime) {
 		t.Errorf("Run error %v, want ErrInjection wrapping backend.ErrNoFaketime", err)
 	}
-	if run.Result.Verdict == history.VerdictOK {
+	if run.Result.Verdict == checker.VerdictOK {
 		t.Errorf("verdict ok, although no clock-skew fault could be injected")
 	}
 	rep := report.New(run)
@@ -204,7 +205,7 @@ func checkSchedule(t *testing.T, h history.History, cfg chaos.Config) {
 		left[step{s.Kind, s.Node}]++
 	}
 	ran := 0
-	for _, f := range history.Faults(h) {
+	for _, f := range checker.Faults(h) {
 		if !slices.Contains(backend.Kinds(), f.Kind) {
 			continue // client faults and kill-during-acquire are not scheduled steps
 		}
@@ -267,7 +268,7 @@ func TestScheduleIsSeeded(t *testing.T) {
 // checkRoundTrip checks that the run's history, written as JSON Lines and
 // read back, checks the same: what `fencedlock check` of a --history file
 // reports.
-func checkRoundTrip(t *testing.T, h history.History, want history.Result, opts history.CheckOptions) {
+func checkRoundTrip(t *testing.T, h history.History, want checker.Result, opts checker.CheckOptions) {
 	t.Helper()
 	var buf strings.Builder
 	if err := history.WriteJSONL(&buf, h); err != nil {
@@ -277,7 +278,7 @@ func checkRoundTrip(t *testing.T, h history.History, want history.Result, opts h
 	if err != nil {
 		t.Fatalf("reading the run's history back: %v", err)
 	}
-	got := history.Check(back, opts)
+	got := checker.Check(back, opts)
 	if got.Verdict != want.Verdict || got.Found != want.Found || got.Expected != want.Expected ||
 		got.Acquisitions != want.Acquisitions || got.AcquireFailures != want.AcquireFailures ||
 		got.StaleWritesRejected != want.StaleWritesRejected || got.Writes != want.Writes ||
@@ -367,7 +368,7 @@ func TestHunt(t *testing.T) {
 	res := run.Result
 	t.Logf("hunt (ttl %v): %d acquisitions, faults %d, found %+v, expected %+v, stale rejected %d",
 		ttl, res.Acquisitions, len(res.Faults), res.Found, res.Expected, res.StaleWritesRejected)
-	if res.Verdict != history.VerdictOK {
+	if res.Verdict != checker.VerdictOK {
 		t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
 	}
 	if !res.StoreChecked || !res.StoreCorrect {

@@ -1,22 +1,11 @@
-// Package history holds what the clients of a lock did and checks it.
-// A History is a plain list of operations (acquire, release, fenced write, lost
-// signal) and fault intervals, every one stamped with invoke and complete times
-// on one monotonic clock that starts with the run; package recorder builds it
-// from many goroutines at once. Check reads a History and nothing else: it derives the
-// interval during which each client believed it held the lock, and reports
-// mutual exclusion, fencing order, duplicate tokens, stale writes accepted,
-// acknowledged writes lost and holds an extension brought back after another
-// hold was acquired, each violation attributed to the faults active
-// around it, plus the longest stall while a quorum was up, the worst wait of
-// one client for a key that others kept getting (starvation) and how fast keys
-// went from a release to the clients waiting for them (handover), and, when
-// asked (CheckOptions.OrderMargin), clients overtaken by one that began waiting
-// after them (order), for locks that serve waiters in order, and, from probes
-// of the lock nodes, grants left behind, validity ends beyond what a quorum
-// of nodes holds and Unlock results the nodes contradict. The verdict has
-// three states: ok, violated (a violation no assumption-breaking fault explains)
-// and unknown (the history is empty, too short or incomplete, so nothing can be
-// claimed). Check never claims ok on a history it cannot read.
+// Package history is the data model and the file format of what the clients
+// of a lock did. A History is a plain list of operations (acquire, extend,
+// release, fenced write, lost signal, probe of a node) and fault intervals,
+// every one stamped with invoke and complete times on one clock; package
+// recorder builds one from many goroutines at once, and package checker
+// judges it. ReadJSONL and WriteJSONL read and write the JSON Lines format
+// of docs/history-format.md; ReadJSONL refuses, naming the line, any file
+// that breaks the format, and returns only histories that pass Validate.
 package history
 
 import (

@@ -101,7 +101,7 @@ func (p *parser) build() (History, error) {
 			h.Final[s.op.Resource] = s.entries
 		}
 	}
-	if err := validate(h); err != nil { // the lines are checked: a bug if it happens
+	if err := h.Validate(); err != nil { // the lines are checked: a bug if it happens
 		return History{}, fmt.Errorf("history: %w", err)
 	}
 	return h, nil

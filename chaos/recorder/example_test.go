@@ -9,6 +9,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
@@ -64,7 +65,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	res := history.Check(h, history.CheckOptions{})
+	res := checker.Check(h, checker.CheckOptions{})
 	fmt.Println(res.Verdict, res.Acquisitions, res.Writes, h.Clients)
 	// Output:
 	// {"kind":"run","version":2,"nodes":5}

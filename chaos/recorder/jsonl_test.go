@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
@@ -88,7 +89,7 @@ func TestJSONLLines(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read back\n%+v\nwant\n%+v\nfile:\n%s", got, want, file)
 	}
-	if res := history.Check(got, history.CheckOptions{}); res.Verdict != history.VerdictUnknown || res.Pending != 1 {
+	if res := checker.Check(got, checker.CheckOptions{}); res.Verdict != checker.VerdictUnknown || res.Pending != 1 {
 		t.Errorf("a call still in flight at Close: verdict %s (%s), want unknown", res.Verdict, res.Reason)
 	}
 }
@@ -144,8 +145,8 @@ func TestJSONLAroundRedlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := history.Check(h, history.CheckOptions{})
-	if res.Verdict != history.VerdictOK || res.Acquisitions != clients*holds || res.Writes != clients*holds || res.Pending != 0 {
+	res := checker.Check(h, checker.CheckOptions{})
+	if res.Verdict != checker.VerdictOK || res.Acquisitions != clients*holds || res.Writes != clients*holds || res.Pending != 0 {
 		t.Fatalf("verdict %s (%s): %d acquisitions, %d writes, %d pending; want ok, %d, %d, 0",
 			res.Verdict, res.Reason, res.Acquisitions, res.Writes, res.Pending, clients*holds, clients*holds)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
@@ -74,7 +75,7 @@ func TestMemoryStamps(t *testing.T) {
 	if st := mem.Stats(); st != wantStats {
 		t.Errorf("stats %+v, want %+v", st, wantStats)
 	}
-	faults := history.Faults(got)
+	faults := checker.Faults(got)
 	if !faults[1].Open || faults[1].End != ms(5) {
 		t.Errorf("open fault %+v: want open until the end", faults[1])
 	}
@@ -187,10 +188,10 @@ func TestMemoryConcurrent(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		locked  bool
-		verdict history.Verdict
+		verdict checker.Verdict
 	}{
-		{"mutex", true, history.VerdictOK},
-		{"no lock", false, history.VerdictViolated},
+		{"mutex", true, checker.VerdictOK},
+		{"no lock", false, checker.VerdictViolated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := recorder.NewMemory()
@@ -258,7 +259,7 @@ func TestMemoryConcurrent(t *testing.T) {
 			// release latencies, made for round trips to Redis) would judge
 			// the scheduler. The handovers are still measured; their
 			// judgement has its own tests (chaos/history/handover_test.go).
-			res := history.Check(mem.History(), history.CheckOptions{HandoverThreshold: time.Hour})
+			res := checker.Check(mem.History(), checker.CheckOptions{HandoverThreshold: time.Hour})
 			if res.Verdict != tc.verdict || res.Acquisitions != clients*rounds || res.Writes != clients*rounds {
 				t.Fatalf("verdict %s (%s), %d acquisitions, %d writes", res.Verdict, res.Reason, res.Acquisitions, res.Writes)
 			}
@@ -281,7 +282,7 @@ func TestMemoryFaultAt(t *testing.T) {
 	start := fake.Now().Add(2 * time.Second)
 	rec.NodeFaultAt(fault.Pause, 1, start, start.Add(time.Second), nil)
 	rec.Client("c").FaultAt(fault.ClientPause, start, start.Add(-time.Second), errors.New("boom")) // an end before the start is clamped
-	fs := history.Faults(mem.History())
+	fs := checker.Faults(mem.History())
 	if len(fs) != 2 || mem.Stats().Faults != 2 {
 		t.Fatalf("faults %+v, stats %+v", fs, mem.Stats())
 	}

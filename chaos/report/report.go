@@ -3,7 +3,7 @@
 // terminal, a one-line progress formatter for a run in progress, and a
 // self-contained HTML timeline (inline CSS and SVG, no external assets) of
 // holds, faults and violations. It only formats: the verdict and every count
-// come from history.Check, so the report never claims more than the checker.
+// come from checker.Check, so the report never claims more than the checker.
 package report
 
 import (
@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
@@ -26,9 +27,9 @@ type Run struct {
 	Backend  string        // where the nodes ran, e.g. "process" or "docker"
 	Seed     int64         // the seed of the fault schedule
 	History  history.History
-	// Result is history.Check(History, ...); the zero Result means
+	// Result is checker.Check(History, ...); the zero Result means
 	// Check(History, CheckOptions{}).
-	Result history.Result
+	Result checker.Result
 	// ClientProcs lists the client processes, when the clients ran as
 	// processes of their own; nil when they ran inside the harness.
 	ClientProcs []ClientProc
@@ -37,7 +38,7 @@ type Run struct {
 // checked returns run with its Result filled in.
 func (run Run) checked() Run {
 	if run.Result.Verdict == "" {
-		run.Result = history.Check(run.History, history.CheckOptions{})
+		run.Result = checker.Check(run.History, checker.CheckOptions{})
 	}
 	return run
 }
@@ -51,15 +52,15 @@ type Report struct {
 	Acquisitions        int                `json:"acquisitions"`
 	AcquireFailures     int                `json:"acquire_failures"`
 	Faults              map[fault.Kind]int `json:"faults"`
-	Violations          history.Counts     `json:"violations"`
+	Violations          checker.Counts     `json:"violations"`
 	StaleWritesRejected int                `json:"stale_writes_rejected"`
-	Verdict             history.Verdict    `json:"verdict"`
+	Verdict             checker.Verdict    `json:"verdict"`
 
 	Reason             string                        `json:"reason"`
 	Backend            string                        `json:"backend,omitempty"`
 	Seed               int64                         `json:"seed"`
-	ExpectedViolations history.Counts                `json:"expected_violations"`
-	ViolationsByFault  map[fault.Kind]history.Counts `json:"violations_by_fault"`
+	ExpectedViolations checker.Counts                `json:"expected_violations"`
+	ViolationsByFault  map[fault.Kind]checker.Counts `json:"violations_by_fault"`
 	StoreCorrect       bool                          `json:"store_correct"`
 	StoreChecked       bool                          `json:"store_checked"`
 	WritesAccepted     int                           `json:"writes_accepted"`
@@ -79,7 +80,7 @@ type Report struct {
 }
 
 // Starvation is the worst wait of one client for a key that other clients
-// kept getting (see history.Starvation).
+// kept getting (see checker.Starvation).
 type Starvation struct {
 	OK          bool    `json:"ok"`
 	Judged      bool    `json:"judged"`       // a threshold applied (false: no validity ends to derive it from)
@@ -91,7 +92,7 @@ type Starvation struct {
 }
 
 // Handover is how fast keys passed from a release to the next acquire
-// while clients waited for them (see history.Handover).
+// while clients waited for them (see checker.Handover).
 type Handover struct {
 	OK          bool    `json:"ok"`
 	Judged      bool    `json:"judged"`  // enough handovers were measured to judge their median
@@ -120,7 +121,7 @@ type Latency struct {
 
 // Example is one violation, as the report shows it.
 type Example struct {
-	Property history.Property `json:"property"`
+	Property checker.Property `json:"property"`
 	Key      string           `json:"key"`
 	Ops      []int            `json:"ops"`
 	StartMs  float64          `json:"start_ms"`
@@ -165,7 +166,7 @@ func New(run Run) Report {
 		ClientProcs:         run.ClientProcs,
 	}
 	if r.ViolationsByFault == nil {
-		r.ViolationsByFault = map[fault.Kind]history.Counts{}
+		r.ViolationsByFault = map[fault.Kind]checker.Counts{}
 	}
 	for _, f := range res.Faults {
 		r.Faults[f.Kind]++
@@ -176,10 +177,10 @@ func New(run Run) Report {
 	}
 	// Unexpected violations first: they are the ones to look at.
 	vs := slices.Clone(res.Violations)
-	slices.SortStableFunc(vs, func(a, b history.Violation) int {
+	slices.SortStableFunc(vs, func(a, b checker.Violation) int {
 		return cmp.Compare(boolInt(a.Expected), boolInt(b.Expected))
 	})
-	shown := map[history.Property]int{}
+	shown := map[checker.Property]int{}
 	for _, v := range vs {
 		if shown[v.Property] == examplesPerProperty {
 			continue
@@ -199,7 +200,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 }
 
 // starvation returns the report of s.
-func starvation(h history.History, s history.Starvation) Starvation {
+func starvation(h history.History, s checker.Starvation) Starvation {
 	r := Starvation{OK: s.OK, Judged: s.Judged, WaitMs: ms(s.Wait), Others: s.Others}
 	if s.Judged {
 		r.ThresholdMs = ms(s.Threshold)
@@ -211,7 +212,7 @@ func starvation(h history.History, s history.Starvation) Starvation {
 }
 
 // handover returns the report of s.
-func handover(s history.Handover) Handover {
+func handover(s checker.Handover) Handover {
 	return Handover{OK: s.OK, Judged: s.Judged, Samples: s.Samples, MedianMs: ms(s.Median),
 		SlowestMs: ms(s.Slowest), ThresholdMs: ms(s.Threshold), Key: s.Key}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
@@ -21,11 +22,11 @@ func TestReport(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		broken  bool
-		verdict history.Verdict
-		found   history.Counts
+		verdict checker.Verdict
+		found   checker.Counts
 	}{
-		{"ok", false, history.VerdictOK, history.Counts{MutualExclusion: 1}},
-		{"violated", true, history.VerdictViolated, history.Counts{MutualExclusion: 2, StaleWritesAccepted: 1, LostWrites: 1}},
+		{"ok", false, checker.VerdictOK, checker.Counts{MutualExclusion: 1}},
+		{"violated", true, checker.VerdictViolated, checker.Counts{MutualExclusion: 2, StaleWritesAccepted: 1, LostWrites: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := New(sampleRun(tc.broken))
@@ -146,9 +147,9 @@ func TestReportFailedFault(t *testing.T) {
 	h.Ops = append(slices.Clone(h.Ops), history.Op{ID: len(h.Ops) + 1, Kind: history.KindFault, Fault: fault.ClockSkew,
 		Node: 2, Invoke: 5 * time.Millisecond, Complete: 6 * time.Millisecond, Outcome: history.Failed,
 		Err: "backend: libfaketime not found"})
-	run.History, run.Result = h, history.Check(h, history.CheckOptions{})
+	run.History, run.Result = h, checker.Check(h, checker.CheckOptions{})
 	rep := New(run)
-	if rep.Verdict != history.VerdictUnknown {
+	if rep.Verdict != checker.VerdictUnknown {
 		t.Errorf("verdict %s (%s), want unknown", rep.Verdict, rep.Reason)
 	}
 	if n := rep.Faults[fault.ClockSkew]; n != 0 {

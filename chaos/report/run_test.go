@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
-	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 )
@@ -124,5 +124,5 @@ func sampleRun(broken bool) Run {
 	w.rec.Store("table", w.store)
 	h := w.mem.History()
 	return Run{Clients: 4, Duration: h.End, Backend: "process", Seed: 7, History: h,
-		Result: history.Check(h, history.CheckOptions{})}
+		Result: checker.Check(h, checker.CheckOptions{})}
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
-	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
 )
 
@@ -168,9 +168,9 @@ func faultsText(faults map[fault.Kind]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func countsText(found, expected history.Counts) string {
+func countsText(found, expected checker.Counts) string {
 	var parts []string
-	for _, p := range history.Properties() {
+	for _, p := range checker.Properties() {
 		s := fmt.Sprintf("%s %d", p, found.Get(p))
 		if e := expected.Get(p); e > 0 {
 			s += fmt.Sprintf(" (%d expected)", e)

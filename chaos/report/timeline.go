@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
@@ -146,7 +147,7 @@ func layout(run Run) timeline {
 
 // faultShapes draws node faults in their node's row and as a band over all
 // lanes, and client faults as a band over their client's lane.
-func faultShapes(fr frame, faults []history.FaultSpan, lanesH float64) []shape {
+func faultShapes(fr frame, faults []checker.FaultSpan, lanesH float64) []shape {
 	var bands []shape
 	for _, f := range faults {
 		w := max(fr.x(f.End)-fr.x(f.Start), 2)
@@ -176,37 +177,37 @@ func faultShapes(fr frame, faults []history.FaultSpan, lanesH float64) []shape {
 
 // addViolations draws each violation with an anchor, lists the first ones
 // (unexpected first), and returns the class of each hold involved in one.
-func (t *timeline) addViolations(fr frame, h history.History, vs []history.Violation) map[int]string {
+func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Violation) map[int]string {
 	bad := map[int]string{} // acquire op ID -> "bad" or "expected"
 	for i, v := range vs {
 		id, class := fmt.Sprintf("v%d", i+1), violationClass(v)
 		switch v.Property {
-		case history.MutualExclusion, history.FencingOrder, history.DuplicateTokens, history.ResurrectedHold:
+		case checker.MutualExclusion, checker.FencingOrder, checker.DuplicateTokens, checker.ResurrectedHold:
 			for _, op := range v.Ops {
 				if bad[op] != "bad" {
 					bad[op] = class
 				}
 			}
 			kind := "vio "
-			if v.Property != history.MutualExclusion {
+			if v.Property != checker.MutualExclusion {
 				kind = "box " // from the earlier acquire's return to the later one's
 			}
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
 			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: kind + class, Title: v.Detail})
-		case history.LivenessStall: // the gap between successes, over every lane
+		case checker.LivenessStall: // the gap between successes, over every lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.lanesTop,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: t.Height - 4 - fr.lanesTop, Class: "box " + class, Title: v.Detail})
-		case history.SlowHandover: // the median handover, over the lanes of its releaser and its acquirer
+		case checker.SlowHandover: // the median handover, over the lanes of its releaser and its acquirer
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
 			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: "box " + class, Title: v.Detail})
-		case history.LivenessStarvation: // the wait, over the starved client's lane
+		case checker.LivenessStarvation: // the wait, over the starved client's lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.laneY(v.Clients[0]),
 				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: laneH, Class: "box " + class, Title: v.Detail})
-		case history.StaleWritesAccepted, history.LostWrites:
+		case checker.StaleWritesAccepted, checker.LostWrites:
 			w := h.Ops[v.Ops[len(v.Ops)-1]-1]
 			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + laneH/2,
 				Class: "mark " + class, Title: v.Detail})
@@ -227,7 +228,7 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []history.Viola
 
 // holdShapes draws each hold as a bar labelled with its token (when it
 // fits), with the part a write overran hatched.
-func holdShapes(fr frame, h history.History, spans []history.Span, bad map[int]string) (holds, overruns []shape) {
+func holdShapes(fr frame, h history.History, spans []checker.Span, bad map[int]string) (holds, overruns []shape) {
 	for _, s := range spans {
 		y := fr.laneY(s.Client) + (laneH-barH)/2
 		class := "hold"
@@ -248,7 +249,7 @@ func holdShapes(fr frame, h history.History, spans []history.Span, bad map[int]s
 
 // medianHold returns the median length of the holds (1ms when there are
 // none, at least 1µs).
-func medianHold(spans []history.Span) time.Duration {
+func medianHold(spans []checker.Span) time.Duration {
 	if len(spans) == 0 {
 		return time.Millisecond
 	}
@@ -298,7 +299,7 @@ func faultClass(k fault.Kind) string {
 	return "skew"
 }
 
-func violationClass(v history.Violation) string {
+func violationClass(v checker.Violation) string {
 	if v.Expected {
 		return "expected"
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
@@ -27,7 +28,7 @@ func TestHTML(t *testing.T) {
 	}{
 		{"ok", sampleRun(false), true},
 		{"violated", sampleRun(true), true},
-		{"empty", Run{Result: history.Check(history.History{}, history.CheckOptions{})}, false},
+		{"empty", Run{Result: checker.Check(history.History{}, checker.CheckOptions{})}, false},
 		{"busy", busyRun(t, 5000), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestHTMLEscapes(t *testing.T) {
 			Invoke: 0, Complete: time.Millisecond, Token: 1, ValidUntil: 500 * time.Millisecond},
 	}}
 	var b bytes.Buffer
-	if err := WriteHTML(&b, Run{History: h, Result: history.Check(h, history.CheckOptions{})}); err != nil {
+	if err := WriteHTML(&b, Run{History: h, Result: checker.Check(h, checker.CheckOptions{})}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "<script>") {
@@ -87,7 +88,7 @@ func TestHTMLStarvation(t *testing.T) {
 	starved.Fail(errors.New("not acquired"))
 	w.rec.Store("table", w.store)
 	h := w.mem.History()
-	run := Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
+	run := Run{Clients: 4, Duration: h.End, History: h, Result: checker.Check(h, checker.CheckOptions{})}
 	if got := run.Result.Found.Starvation; got != 1 {
 		t.Fatalf("%d starved clients, want 1: %+v", got, run.Result.Starvation)
 	}
@@ -123,7 +124,7 @@ func TestHTMLHandover(t *testing.T) {
 	w.release(h, false)
 	w.rec.Store("table", w.store)
 	hist := w.mem.History()
-	run := Run{Clients: 2, Duration: hist.End, History: hist, Result: history.Check(hist, history.CheckOptions{})}
+	run := Run{Clients: 2, Duration: hist.End, History: hist, Result: checker.Check(hist, checker.CheckOptions{})}
 	if got := run.Result.Found; got.Handover != 1 || got.Total() != 1 {
 		t.Fatalf("violations %+v, want one of handover: %+v", got, run.Result.Handover)
 	}
@@ -160,7 +161,7 @@ func busyRun(t *testing.T, n int) Run {
 	}
 	w.rec.Store("table", w.store)
 	h := w.mem.History()
-	return Run{Clients: 4, Duration: h.End, History: h, Result: history.Check(h, history.CheckOptions{})}
+	return Run{Clients: 4, Duration: h.End, History: h, Result: checker.Check(h, checker.CheckOptions{})}
 }
 
 // TestScreenshot renders a timeline with a violation in a real browser and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
@@ -192,11 +193,11 @@ func writeReports(run report.Run, jsonPath, htmlPath string, stdout, stderr io.W
 }
 
 // verdictStatus is the exit status of a verdict: 0 ok, 1 violated, 3 unknown.
-func verdictStatus(v history.Verdict) int {
+func verdictStatus(v checker.Verdict) int {
 	switch v {
-	case history.VerdictOK:
+	case checker.VerdictOK:
 		return exitOK
-	case history.VerdictViolated:
+	case checker.VerdictViolated:
 		return exitFailure
 	}
 	return 3

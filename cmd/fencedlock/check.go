@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/report"
@@ -105,12 +106,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			h.ClockError = *clockErr
 		}
 	})
-	opts := history.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin,
+	opts := checker.CheckOptions{StallThreshold: *stall, StarvationThreshold: *starved, HandoverThreshold: *handover, OrderMargin: *margin,
 		ReleaseAllowance: *allowance}
 	if *strict {
-		opts.Expected = map[history.Property][]fault.Kind{}
+		opts.Expected = map[checker.Property][]fault.Kind{}
 	}
-	run := report.Run{Nodes: h.Nodes, Clients: clients(h), Duration: h.End, History: h, Result: history.Check(h, opts)}
+	run := report.Run{Nodes: h.Nodes, Clients: clients(h), Duration: h.End, History: h, Result: checker.Check(h, opts)}
 	if code, ok := writeReports(run, *jsonPath, *htmlPath, stdout, stderr, "check"); !ok {
 		return code
 	}

@@ -14,9 +14,9 @@ func recorded(name string) string {
 	return filepath.Join("..", "..", "chaos", "history", "testdata", "recorded", name)
 }
 
-// golden is a history that package history's generator writes.
+// golden is a history that package checker's generator writes.
 func golden(name string) string {
-	return filepath.Join("..", "..", "chaos", "history", "testdata", name)
+	return filepath.Join("..", "..", "chaos", "checker", "testdata", name)
 }
 
 func TestCheckCommand(t *testing.T) {

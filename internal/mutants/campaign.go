@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
@@ -117,7 +117,7 @@ func evidence(r report.Report) (time.Duration, string) {
 	for i, e := range r.Examples {
 		known := e.EndMs
 		switch e.Property {
-		case history.LostWrites, history.LivenessStall, history.LivenessStarvation, history.SlowHandover:
+		case checker.LostWrites, checker.LivenessStall, checker.LivenessStarvation, checker.SlowHandover:
 			known = r.DurationS * 1000 // judged at the end of the run
 		}
 		if !e.Expected && (first == nil || known < at) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencedlock/fencedlock/chaos/history"
+	"github.com/fencedlock/fencedlock/chaos/checker"
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
@@ -13,9 +13,9 @@ import (
 // mutant at the end of the run, however early its example ended, and that a
 // safety violation known earlier is the evidence then.
 func TestEvidence(t *testing.T) {
-	handover := report.Example{Property: history.SlowHandover, EndMs: 5000, Detail: "slow"}
-	overlap := report.Example{Property: history.MutualExclusion, EndMs: 20000, Detail: "overlap"}
-	expected := report.Example{Property: history.MutualExclusion, EndMs: 1000, Expected: true, Detail: "excused"}
+	handover := report.Example{Property: checker.SlowHandover, EndMs: 5000, Detail: "slow"}
+	overlap := report.Example{Property: checker.MutualExclusion, EndMs: 20000, Detail: "overlap"}
+	expected := report.Example{Property: checker.MutualExclusion, EndMs: 1000, Expected: true, Detail: "excused"}
 	for _, tc := range []struct {
 		name     string
 		examples []report.Example

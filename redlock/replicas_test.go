@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ type pair struct {
 }
 
 // startPairs starts n primaries, each with a replica attached and caught up.
-func startPairs(t *testing.T, n int) []pair {
+func startPairs(t testing.TB, n int) []pair {
 	t.Helper()
 	pairs := make([]pair, n)
 	for i := range pairs {
@@ -46,7 +47,7 @@ func startPairs(t *testing.T, n int) []pair {
 	return pairs
 }
 
-func primaries(t *testing.T, pairs []pair) []redis.UniversalClient {
+func primaries(t testing.TB, pairs []pair) []redis.UniversalClient {
 	t.Helper()
 	var cs []redis.UniversalClient
 	for _, p := range pairs {
@@ -121,6 +122,15 @@ func TestReplicaAcksKeepGrantsThroughFailover(t *testing.T) {
 			if err := l.Unlock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
+			// Unlock returns at a quorum, before its releases reach every
+			// replica: a replica promoted with this hold's key would refuse
+			// the second Client for a reason other than the one shown here.
+			for i, p := range pairs {
+				rc := redistest.Client(t, p.replica)
+				eventually(t, time.Now().Add(10*time.Second), fmt.Sprintf("release on replica %d", i), func() bool {
+					return rc.Exists(t.Context(), key).Val() == 0
+				})
+			}
 
 			for _, p := range pairs {
 				p.link.Hold()
@@ -176,6 +186,7 @@ func TestReplicaAcksKeepGrantsThroughFailover(t *testing.T) {
 func TestReplicaAcksBadInput(t *testing.T) {
 	p := redistest.Start(t)
 	_, ring := redistest.StartRing(t, 1)
+	cluster := redistest.ClusterClient(t, redistest.StartCluster(t, 1))
 	for _, tc := range []struct {
 		name  string
 		nodes []redis.UniversalClient
@@ -183,6 +194,7 @@ func TestReplicaAcksBadInput(t *testing.T) {
 	}{
 		{"negative", []redis.UniversalClient{redistest.Client(t, p)}, -1},
 		{"ring node", []redis.UniversalClient{ring}, 1},
+		{"cluster node", []redis.UniversalClient{cluster}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redlock.New(tc.nodes, redlock.WithReplicaAcks(tc.acks))
@@ -192,4 +204,37 @@ func TestReplicaAcksBadInput(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// TestReplicaAcksThroughSentinel: a node that is a go-redis failover
+// client (a *redis.Client that asks Sentinel for its primary) takes
+// replica acknowledgements, and WAIT goes to the primary that took the
+// write: these primaries have no replica, so every acquire fails with
+// ErrReplicaAcks from each node, and leaves no grant behind.
+func TestReplicaAcksThroughSentinel(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	s := redistest.StartSentinel(t, names...)
+	var nodes []redis.UniversalClient
+	for _, name := range names {
+		nodes = append(nodes, s.FailoverClient(t, name))
+	}
+	c, err := redlock.New(nodes, redlock.WithReplicaAcks(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const key = "sentinel:key"
+	_, err = c.TryLock(t.Context(), key, 10*time.Second) // a node timeout of 500ms: a shortfall is then ErrReplicaAcks, see docs/protocol.md
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrReplicaAcks) {
+		t.Fatalf("TryLock: %v, want ErrNotAcquired and ErrReplicaAcks", err)
+	}
+	t.Log(err)
+	eventually(t, time.Now().Add(10*time.Second), "grants stepped back", func() bool {
+		for _, n := range nodes {
+			if n.Exists(t.Context(), key).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -58,12 +58,14 @@ func (b *batcher) needsAcks(live []*op) bool {
 }
 
 // waitTimeout is how long the WAIT after live may block: half the time left
-// until the earliest deadline of a durable call in it. WAIT answers at its
-// timeout when the replicas fall short, and that answer still has its way
-// back to make: the other half, which covers it on a node whose round trip
-// is within half the node timeout (a node slower than that fails calls
-// without replicas too). An answer after the deadline is a timeout, like
-// any. Never 0, which WAIT takes as "for ever".
+// until the earliest deadline of a durable call in it. WAIT answers when the
+// server's timer notices its timeout (serverCron, up to 1000/hz ms later)
+// when the replicas fall short, and that answer still has its way back to
+// make: the other half, which covers both on a node whose round trip is
+// within half the node timeout less that period (a node slower than that
+// fails calls without replicas too). An answer after the deadline is a
+// timeout, like any (docs/protocol.md says what that costs). Never 0,
+// which WAIT takes as "for ever".
 func waitTimeout(live []*op, now time.Time) time.Duration {
 	var earliest time.Time
 	for _, o := range live {

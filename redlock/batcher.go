@@ -201,6 +201,10 @@ func (b *batcher) exec(batch []*op) {
 	ctx, cancel := wireContext(live, time.Now())
 	defer cancel()
 	rdb := b.c.nodes[b.node].rdb
+	if b.needsAcks(live) {
+		b.execAcked(ctx, rdb, live)
+		return
+	}
 	if len(live) == 1 {
 		o := live[0]
 		v, err := o.script.Run(ctx, rdb, o.keys, o.args...).Result()

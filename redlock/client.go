@@ -102,6 +102,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		for _, id := range ids {
 			seen[id] = i
 		}
+		if _, single := n.(*redis.Client); cfg.replicaAcks > 0 && !single {
+			return nil, invalid("node %d (%s) is not a single server (%T): replica acknowledgements need one", i, addr, n)
+		}
 		c.nodes[i] = node{index: i, addr: addr, rdb: n, checked: new(sync.Once)}
 		_, c.health[i].single = n.(*redis.Client)
 		if rc, ok := n.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled {

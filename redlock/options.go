@@ -18,6 +18,7 @@ type config struct {
 	retry       RetryStrategy
 	logger      *slog.Logger
 	observer    Observer
+	replicaAcks int // see WithReplicaAcks
 }
 
 func defaultConfig() config {
@@ -163,6 +164,8 @@ func (cfg *config) check() error {
 		return invalid("drift factor %v is outside [0, 1)", cfg.drift)
 	case cfg.nodeTimeout < 0:
 		return invalid("node timeout %v is negative", cfg.nodeTimeout)
+	case cfg.replicaAcks < 0:
+		return invalid("replica acknowledgements %d is negative", cfg.replicaAcks)
 	}
 	return nil
 }

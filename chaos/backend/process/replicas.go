@@ -13,7 +13,8 @@ import (
 // redis-server processes with the append-only file on, under one Sentinel
 // process (redis-server --sentinel) that monitors every pair with quorum 1.
 // Sentinel's timing is derived from ttl, the largest lock TTL of the
-// workload: it declares a primary down after ttl/2 and fails it over.
+// workload: it declares a primary down after ttl/2 (1s at least) and
+// fails it over.
 // Node i's address always leads to its pair's current primary (Sentinel's
 // +switch-master moves it; the connections to the old primary are closed).
 // Replication is asynchronous, as Redis's is.
@@ -22,7 +23,7 @@ import (
 // starts whichever server of the node is stopped, Resume resumes whichever
 // is paused; Partition, latency and lost replies act between the clients
 // and the node, not on replication. A fault that keeps a primary from
-// Sentinel for longer than ttl/2 (a kill, a pause) makes Sentinel fail
+// Sentinel for longer than that (a kill, a pause) makes Sentinel fail
 // the pair over, as in production; the server that comes back is made a
 // replica by Sentinel. FailOver and Rejoin (backend.Replicated) fail a
 // node over on demand. Default: plain nodes, with no replica, for which
@@ -73,7 +74,7 @@ func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 				err = errors.Join(err, stopped.Resume())
 			}
 			held.Release()
-			return fmt.Errorf("no promotion: %w", err)
+			return fmt.Errorf("no promotion: %w (sentinel's log ends: %s)", err, b.sentinel.logTail(8))
 		}
 		return nil
 	})

@@ -17,32 +17,46 @@ import (
 )
 
 // sentinelTiming is how fast the Sentinel of a replicated backend acts,
-// derived from the lock TTL of the workload.
+// derived from the lock TTL of the workload and from the one period fixed
+// in Sentinel's code: during a failover it asks the replicas for INFO every
+// second (sentinelInfoDuringFailover).
 type sentinelTiming struct {
+	// ping is Sentinel's ping period: a quarter of that second. Sentinel
+	// trusts a replica's INFO for five ping periods when it picks one to
+	// promote, so five must exceed the second with room for its timer's
+	// 100ms ticks; a shorter period leaves it no replica to promote.
+	ping time.Duration
 	// downAfter is Sentinel's down-after-milliseconds: half the TTL, so
 	// that a failover is over while the holds granted just before it are
 	// still valid, and the key the promoted replica lacks is one a holder
-	// still relies on.
+	// still relies on; but at least four ping periods, since Sentinel
+	// declares down a server whose first PONG on a new link comes later
+	// than that (it makes a new link to every primary it switches to).
+	// With a TTL under 2s, holds granted in a failover's lag may expire
+	// before the promotion: the fence counter increments are still lost.
 	downAfter time.Duration
-	// period is Sentinel's INFO, PING, hello and reconnect period: a tenth
+	// period is Sentinel's INFO, hello, ask and reconnect period: a tenth
 	// of the TTL, so that Sentinel sees a role change or a server coming
 	// back within a tenth of a hold's life (its timer ticks every 100ms:
 	// a shorter period acts as 100ms).
 	period time.Duration
 	// failoverTimeout is Sentinel's failover-timeout, which bounds each
-	// step of a failover. During one, Sentinel learns that the replica took
-	// the promotion from the replica's INFO, asked for every second
-	// whatever the period: three such seconds, or twice the TTL if longer.
+	// step of a failover. Sentinel learns that the replica took the
+	// promotion from its INFO, asked for every second: three such
+	// seconds, or twice the TTL if longer.
 	failoverTimeout time.Duration
 }
 
 // sentinelInfoDuringFailover is the INFO period Sentinel keeps, fixed in
-// its code, for the replicas of a primary being failed over.
+// its code, for the replicas of a primary that is down or being failed
+// over.
 const sentinelInfoDuringFailover = time.Second
 
 func timingFor(ttl time.Duration) sentinelTiming {
+	ping := sentinelInfoDuringFailover / 4
 	return sentinelTiming{
-		downAfter:       max(ttl/2, time.Millisecond),
+		ping:            ping,
+		downAfter:       max(ttl/2, 4*ping),
 		period:          max(ttl/10, time.Millisecond),
 		failoverTimeout: max(3*sentinelInfoDuringFailover, 2*ttl),
 	}
@@ -90,8 +104,8 @@ func startSentinel(ctx context.Context, pairs []*pair, t sentinelTiming, startTi
 	}
 	s := &sentinel{proc: proc, client: redis.NewSentinelClient(&redis.Options{Addr: proc.Addr(), Protocol: 2})}
 	ms := strconv.FormatInt(t.period.Milliseconds(), 10)
-	if err := command(ctx, proc.Addr(), startTimeout, "SENTINEL", "DEBUG", "info-period", ms, "ping-period", ms,
-		"publish-period", ms, "ask-period", ms, "min-link-reconnect-period", ms); err != nil {
+	if err := command(ctx, proc.Addr(), startTimeout, "SENTINEL", "DEBUG", "info-period", ms,
+		"ping-period", strconv.FormatInt(t.ping.Milliseconds(), 10), "publish-period", ms, "ask-period", ms, "min-link-reconnect-period", ms); err != nil {
 		s.close()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("process: sentinel: set its periods: %w", err)
@@ -164,6 +178,16 @@ func (s *sentinel) knowsReplica(ctx context.Context, p *pair, addr string) error
 		return nil
 	}
 	return fmt.Errorf("sentinel does not know replica %s yet", addr)
+}
+
+// logTail is the last n lines of Sentinel's log, joined by " | ".
+func (s *sentinel) logTail(n int) string {
+	b, err := os.ReadFile(filepath.Join(s.proc.Dir(), "redis.log"))
+	if err != nil {
+		return "(no log)"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 func (s *sentinel) close() error {

@@ -30,7 +30,12 @@ type Config struct {
 	// Backend is "process" (local redis-server processes, the default) or
 	// "docker" (containers; see package backend/docker).
 	Backend string
-	TTL     time.Duration // lock TTL; default 1s
+	// Replicas makes each node a primary with an asynchronous replica,
+	// under one Sentinel whose timing is derived from TTL (see
+	// process.WithReplicas); the process backend only. The fault kinds that
+	// NeedsReplicas (failover) require it. Default false: plain nodes.
+	Replicas bool
+	TTL      time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
 	NodeTimeout time.Duration
 	// Strict counts every violation as unexpected, even under faults that
@@ -152,10 +157,17 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case c.Replicas && c.Backend != "process":
+		return c, fmt.Errorf("%w: nodes with replicas run on the process backend only, not %s", ErrConfig, c.Backend)
 	}
 	for _, k := range c.Faults {
 		if !c.hunt() && huntOnly(k) {
 			return c, fmt.Errorf("%w: %s is armed by the %s profile only (--faults %s)", ErrConfig, k, ProfileHunt, ProfileHunt)
+		}
+	}
+	for _, k := range c.Faults {
+		if k.NeedsReplicas() && !c.Replicas {
+			return c, fmt.Errorf("%w: %s needs nodes with a replica (Replicas, --replicas)", ErrConfig, k)
 		}
 	}
 	for _, k := range c.Faults {

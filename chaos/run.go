@@ -229,6 +229,9 @@ func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
 		if lib := os.Getenv(FaketimeEnv); lib != "" {
 			opts = append(opts, process.WithFaketime(lib))
 		}
+		if cfg.Replicas {
+			opts = append(opts, process.WithReplicas(cfg.TTL))
+		}
 		b, err := process.New(ctx, cfg.Nodes, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("chaos: starting %d redis-server nodes: %w", cfg.Nodes, err)

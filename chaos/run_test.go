@@ -117,6 +117,8 @@ func TestBadConfig(t *testing.T) {
 		{Faults: []fault.Kind{"meteor"}},
 		{Backend: "vm"},
 		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
+		{Faults: []fault.Kind{fault.Failover}}, // needs replicas
+		{Replicas: true, Backend: "docker"},    // replicas: process backend only
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
 			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)

@@ -4,8 +4,9 @@
 // list of kinds elsewhere is derived from the table here. A Kind says what
 // it targets (a node or a client), whether it takes its node out of the
 // quorum while it lasts, whether it breaks an assumption the lock rests
-// on, so that violations under it are expected rather than bugs, and which
-// schedules inject it (Scheduled, Hunted).
+// on, so that violations under it are expected rather than bugs, which
+// schedules inject it (Scheduled, Hunted), and whether it needs nodes with
+// replicas (NeedsReplicas).
 package fault
 
 import (
@@ -37,6 +38,7 @@ const (
 	DropHeal           Kind = "drop-heal"            // the heals clients send to lagging fence counters are lost on the way to the node
 	DelayHeal          Kind = "delay-heal"           // the heals clients send to lagging fence counters reach the node about a TTL late
 	ClockDrift         Kind = "clock-drift"          // the node's clock runs fast within the lock's drift allowance (libfaketime), held, then real again
+	Failover           Kind = "failover"             // the node's primary fails over to its replica, which lacks the newest writes; held, then the old primary rejoins as a replica
 )
 
 // traits is what the table says of a kind.
@@ -47,6 +49,9 @@ type traits struct {
 	loses  bool // the node comes back without its data, fence counters included
 	sched  bool // a random schedule injects it (package backend's NewPlan)
 	hunted bool // the hunt's schedule injects it (package backend's NewHuntPlan)
+	// replicas: it needs nodes that are a primary with a replica; a
+	// schedule injects it only when asked for, on such nodes
+	replicas bool
 }
 
 // table lists every kind, in the order Kinds returns them.
@@ -70,6 +75,9 @@ var table = []struct {
 	{DropHeal, traits{hunted: true}},
 	{DelayHeal, traits{hunted: true}},
 	{ClockDrift, traits{hunted: true}},
+	// Asynchronous replication: the promoted replica lacks the writes its
+	// primary acknowledged last, lock keys and fence counter increments.
+	{Failover, traits{down: true, breaks: true, loses: true, sched: true, replicas: true}},
 }
 
 func (k Kind) traits() (traits, bool) {
@@ -98,7 +106,7 @@ func (k Kind) TakesNodeDown() bool { t, _ := k.traits(); return t.down }
 func (k Kind) BreaksAssumptions() bool { t, _ := k.traits(); return t.breaks }
 
 // LosesData reports whether the node comes back from the fault without its
-// data: its keys (harmless for mutual exclusion after a delayed restart,
+// data, or without the newest of it (a failover): its keys (harmless for mutual exclusion after a delayed restart,
 // since they have expired everywhere by then) and its fence counters. Token
 // order and uniqueness rest on the counters of a majority surviving until an
 // acquisition heals the lagging ones: two or three nodes that lose them in
@@ -110,6 +118,11 @@ func (k Kind) LosesData() bool { t, _ := k.traits(); return t.loses }
 // Scheduled reports whether a random schedule of node faults (package
 // backend's NewPlan) injects the fault.
 func (k Kind) Scheduled() bool { t, _ := k.traits(); return t.sched }
+
+// NeedsReplicas reports whether the fault needs nodes that are each a
+// primary with a replica (a failover): it is injected only on such nodes,
+// and only when asked for, since it breaks an assumption.
+func (k Kind) NeedsReplicas() bool { t, _ := k.traits(); return t.replicas }
 
 // Hunted reports whether the hunt's schedule (package backend's
 // NewHuntPlan) injects the fault.

@@ -55,16 +55,24 @@ func TestTraits(t *testing.T) {
 			t.Errorf("%s: in Tolerated() = %v, BreaksAssumptions() = %v", k, !k.BreaksAssumptions(), k.BreaksAssumptions())
 		}
 	}
-	want := []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.ClockSkew, fault.RestartWithoutData, fault.LateWrite}
+	want := []fault.Kind{fault.ClientPause, fault.ClientClockSkew, fault.ClockSkew, fault.RestartWithoutData, fault.LateWrite, fault.Failover}
 	if got := fault.AssumptionBreaking(); !sameSet(got, want) {
 		t.Errorf("AssumptionBreaking() = %v, want %v", got, want)
 	}
 	for _, k := range all {
-		if want := k == fault.RestartWithoutData || k == fault.DelayedRestart; k.LosesData() != want {
+		if want := k == fault.RestartWithoutData || k == fault.DelayedRestart || k == fault.Failover; k.LosesData() != want {
 			t.Errorf("%s: LosesData() = %v", k, k.LosesData())
 		}
+		if want := k == fault.Failover; k.NeedsReplicas() != want {
+			t.Errorf("%s: NeedsReplicas() = %v", k, k.NeedsReplicas())
+		}
+		// What needs replicas breaks an assumption: no default list of
+		// tolerated kinds, which every backend runs, may hold it.
+		if k.NeedsReplicas() && slices.Contains(fault.Tolerated(), k) {
+			t.Errorf("%s needs replicas and is tolerated", k)
+		}
 	}
-	if k := fault.Kind("meteor"); k.Known() || k.ClientSide() || k.TakesNodeDown() || k.BreaksAssumptions() || k.LosesData() {
+	if k := fault.Kind("meteor"); k.Known() || k.ClientSide() || k.TakesNodeDown() || k.BreaksAssumptions() || k.LosesData() || k.NeedsReplicas() {
 		t.Errorf("unknown kind has traits")
 	}
 }

@@ -63,8 +63,9 @@ type planConfig struct {
 func WithMaxDown(n int) PlanOption { return func(c *planConfig) { c.maxDown = n } }
 
 // WithMaxTTL sets the largest lock TTL of the workload: a delayed restart
-// keeps its node down for 1.25 times it. Required when the kinds include
-// fault.DelayedRestart.
+// keeps its node down for 1.25 times it, a failover loses the writes of its
+// last quarter. Required when the kinds include fault.DelayedRestart or
+// fault.Failover.
 func WithMaxTTL(d time.Duration) PlanOption { return func(c *planConfig) { c.maxTTL = d } }
 
 // WithHold sets the range a held fault's duration is drawn from.
@@ -151,7 +152,7 @@ func (c *planConfig) check(nodes int, duration time.Duration, kinds []fault.Kind
 	for _, k := range kinds {
 		switch k {
 		case fault.Kill, fault.Restart, fault.RestartWithoutData, fault.Pause, fault.Partition, fault.Latency, fault.LoseReplies:
-		case fault.DelayedRestart:
+		case fault.DelayedRestart, fault.Failover:
 			if c.maxTTL <= 0 {
 				return fmt.Errorf("%w: %s needs WithMaxTTL", ErrInvalidPlan, k)
 			}
@@ -206,6 +207,10 @@ func (c *planConfig) faultFor(r *rand.Rand, kind fault.Kind, node int, hold time
 		return backend.Latency{Node: node, D: c.latency}
 	case fault.ClockSkew:
 		return backend.ClockSkew{Node: node, Spec: c.skews[r.IntN(len(c.skews))]}
+	case fault.Failover:
+		// The writes of the last quarter TTL are lost: grants still valid
+		// when the replica is promoted, about half a TTL later.
+		return backend.Failover{Node: node, Lag: c.maxTTL / 4}
 	}
 	panic("backend: fault kind not checked: " + string(kind))
 }

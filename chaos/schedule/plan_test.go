@@ -179,3 +179,24 @@ func TestPlanBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// A plan draws failovers when asked for them, each losing the writes of a
+// quarter of the largest TTL, and refuses them without that TTL.
+func TestPlanDrawsFailover(t *testing.T) {
+	const maxTTL = time.Second
+	p, err := schedule.NewPlan(3, 20*time.Second, []fault.Kind{fault.Failover}, 1, schedule.WithMaxTTL(maxTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Steps) == 0 {
+		t.Fatal("a 20s plan of failovers has no steps")
+	}
+	for _, s := range p.Steps {
+		if f, ok := s.Fault.(backend.Failover); s.Kind != fault.Failover || !ok || f.Node != s.Node || f.Lag != maxTTL/4 {
+			t.Fatalf("step %+v", s)
+		}
+	}
+	if _, err := schedule.NewPlan(3, 20*time.Second, []fault.Kind{fault.Failover}, 1); !errors.Is(err, schedule.ErrInvalidPlan) {
+		t.Fatalf("failover without a max TTL: %v, want ErrInvalidPlan", err)
+	}
+}

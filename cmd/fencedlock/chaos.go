@@ -22,7 +22,7 @@ const chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
-                   [--client-procs] [--stop-on-violation]
+                   [--client-procs] [--stop-on-violation] [--replicas]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -40,6 +40,12 @@ of the client process between its acquire and its write, held past its
 validity, then SIGCONT; the report lists each stop (pid, time, token). A
 client process that dies leaves the operations it had in flight failed
 (outcome unknown) in the history.
+
+With --replicas (process backend), each node is a primary with an
+asynchronous replica under one Sentinel, as Redis is most often deployed;
+the node's address follows the primary across failovers. The failover fault
+needs it: the replica is promoted while it lags, so the writes its primary
+acknowledged last (grants, fence counter increments) are lost.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
@@ -91,6 +97,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"run each client as an OS process of its own (slower; client-pause is a real SIGSTOP)")
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
 		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
+	fs.BoolVar(&cfg.Replicas, "replicas", false,
+		"make each node a primary with a replica under Sentinel (process backend; the failover fault needs it)")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -141,8 +149,12 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.Profile != "" {
 		profile = cfg.Profile + " (" + profile + ")"
 	}
-	fmt.Fprintf(stderr, "chaos: %d %s nodes, %d %s, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed)
+	nodes := "nodes"
+	if cfg.Replicas {
+		nodes = "nodes (each a primary with a replica)"
+	}
+	fmt.Fprintf(stderr, "chaos: %d %s %s, %d %s, %v, faults %s, seed %d\n",
+		cfg.Nodes, cfg.Backend, nodes, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed)
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):

@@ -35,10 +35,16 @@ import (
 // lets bytes through again on the same connections. While a node is down,
 // its proxy accepts connections and closes them at once, which clients see
 // as a reset. SetClockSkew restarts the node under libfaketime.
+//
+// Started WithReplicas, each node is a primary with a replica under one
+// Sentinel, and the process operations act on the node's current primary:
+// see WithReplicas.
 type Backend struct {
 	nodes    []*procNode
 	server   *toxiproxy.ApiServer
-	faketime string // path of libfaketime.so.1, "" if missing
+	faketime string    // path of libfaketime.so.1, "" if missing
+	sentinel *sentinel // nil without replicas
+	timing   sentinelTiming
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -46,8 +52,9 @@ type Backend struct {
 
 type procNode struct {
 	index int
-	addr  string // the proxy's
-	proc  *redisproc.Proc
+	addr  string          // the proxy's
+	proc  *redisproc.Proc // nil for a pair
+	pair  *pair           // nil without replicas
 	proxy *toxiproxy.Proxy
 	net   *netfault.State
 
@@ -58,10 +65,28 @@ type procNode struct {
 func (n *procNode) Index() int   { return n.index }
 func (n *procNode) Addr() string { return n.addr }
 
+// primary is the process clients reach: the node's own, or its pair's
+// current primary.
+func (n *procNode) primary() *redisproc.Proc {
+	if n.pair == nil {
+		return n.proc
+	}
+	return n.pair.procs[n.pair.primaryIndex()]
+}
+
+// procs is every process of the node.
+func (n *procNode) procs() []*redisproc.Proc {
+	if n.pair == nil {
+		return []*redisproc.Proc{n.proc}
+	}
+	return n.pair.procs[:]
+}
+
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Direct  = (*Backend)(nil)
-	_ backend.Proxied = (*Backend)(nil)
+	_ backend.Backend    = (*Backend)(nil)
+	_ backend.Direct     = (*Backend)(nil)
+	_ backend.Proxied    = (*Backend)(nil)
+	_ backend.Replicated = (*Backend)(nil)
 )
 
 // Option configures New.
@@ -72,6 +97,7 @@ type config struct {
 	args         []string
 	startTimeout time.Duration
 	faketime     string
+	replicaTTL   time.Duration // > 0: WithReplicas
 }
 
 // WithBinary sets the redis-server executable. Default: "redis-server" from PATH.
@@ -110,7 +136,8 @@ func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 	if cfg.faketime == "" {
 		cfg.faketime = faketime.Find()
 	}
-	b := &Backend{server: netfault.NewServer(), faketime: cfg.faketime}
+	b := &Backend{server: netfault.NewServer(), faketime: cfg.faketime, timing: timingFor(cfg.replicaTTL)}
+	var pairs []*pair
 	for i := range n {
 		node, err := b.startNode(ctx, i, cfg)
 		if err != nil {
@@ -118,33 +145,65 @@ func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 			return nil, err
 		}
 		b.nodes = append(b.nodes, node)
+		if node.pair != nil {
+			pairs = append(pairs, node.pair)
+		}
+	}
+	if cfg.replicaTTL > 0 {
+		s, err := startSentinel(ctx, pairs, b.timing, cfg.startTimeout)
+		if err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+		b.sentinel = s
+		s.watch(pairs)
 	}
 	return b, nil
 }
 
 func (b *Backend) startNode(ctx context.Context, i int, cfg config) (*procNode, error) {
-	proc, err := redisproc.Start(ctx, redisproc.Config{
-		Binary:       cfg.binary,
-		AOF:          true,
-		Args:         cfg.args,
-		StartTimeout: cfg.startTimeout,
-	})
+	name := "node" + strconv.Itoa(i)
+	node := &procNode{index: i}
+	var upstream string
+	if cfg.replicaTTL > 0 {
+		p, err := startPair(ctx, name, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("process: node %d: %w", i, err)
+		}
+		node.pair, upstream = p, p.relay.addr()
+	} else {
+		proc, err := redisproc.Start(ctx, redisproc.Config{
+			Binary:       cfg.binary,
+			AOF:          true,
+			Args:         cfg.args,
+			StartTimeout: cfg.startTimeout,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("process: node %d: %w", i, err)
+		}
+		node.proc, upstream = proc, proc.Addr()
+	}
+	node.net = netfault.NewState()
+	proxy, err := netfault.StartProxy(b.server, name, upstream, node.net)
 	if err != nil {
+		_ = node.closeProcs()
 		return nil, fmt.Errorf("process: node %d: %w", i, err)
 	}
-	st := netfault.NewState()
-	proxy, err := netfault.StartProxy(b.server, "node"+strconv.Itoa(i), proc.Addr(), st)
-	if err != nil {
-		_ = proc.Close()
-		return nil, fmt.Errorf("process: node %d: %w", i, err)
-	}
-	node := &procNode{index: i, addr: proxy.Listen, proc: proc, proxy: proxy, net: st}
+	node.proxy, node.addr = proxy, proxy.Listen
 	if err := redisproc.WaitPing(ctx, node.addr, cfg.startTimeout, nil); err != nil {
-		netfault.StopProxy(proxy, st)
-		_ = proc.Close()
+		netfault.StopProxy(proxy, node.net)
+		_ = node.closeProcs()
 		return nil, fmt.Errorf("process: node %d through its proxy: %w", i, err)
 	}
 	return node, nil
+}
+
+// closeProcs stops the node's processes (and a pair's proxies and relay).
+func (n *procNode) closeProcs() error {
+	if n.pair != nil {
+		return n.pair.close()
+	}
+	return n.proc.Close()
 }
 
 // Nodes implements backend.Backend.
@@ -162,7 +221,7 @@ func (b *Backend) DirectAddr(i int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return n.proc.Addr(), nil
+	return n.primary().Addr(), nil
 }
 
 func (b *Backend) node(i int) (*procNode, error) {
@@ -198,32 +257,50 @@ func (b *Backend) withProc(i int, op string, f func(n *procNode) error) error {
 
 // Kill implements backend.Backend.
 func (b *Backend) Kill(_ context.Context, i int) error {
-	return b.withProc(i, "kill", func(n *procNode) error { return n.proc.Kill() })
+	return b.withProc(i, "kill", func(n *procNode) error { return n.primary().Kill() })
 }
 
 // Start implements backend.Backend.
 func (b *Backend) Start(ctx context.Context, i int) error {
 	return b.withProc(i, "start", func(n *procNode) error {
-		if n.proc.Running() {
-			return nil
+		for _, p := range n.procs() {
+			if !p.Running() {
+				if err := p.StartStopped(ctx); err != nil {
+					return err
+				}
+			}
 		}
-		return n.proc.StartStopped(ctx)
+		return nil
 	})
 }
 
 // Restart implements backend.Backend.
 func (b *Backend) Restart(ctx context.Context, i int, withData bool) error {
-	return b.withProc(i, "restart", func(n *procNode) error { return n.proc.Restart(ctx, withData) })
+	return b.withProc(i, "restart", func(n *procNode) error { return n.primary().Restart(ctx, withData) })
 }
 
 // Pause implements backend.Backend.
 func (b *Backend) Pause(_ context.Context, i int) error {
-	return b.withProc(i, "pause", func(n *procNode) error { return n.proc.Pause() })
+	return b.withProc(i, "pause", func(n *procNode) error { return n.primary().Pause() })
 }
 
 // Resume implements backend.Backend.
 func (b *Backend) Resume(_ context.Context, i int) error {
-	return b.withProc(i, "resume", func(n *procNode) error { return n.proc.Resume() })
+	return b.withProc(i, "resume", func(n *procNode) error {
+		resumed := false
+		for _, p := range n.procs() {
+			if p.Paused() {
+				if err := p.Resume(); err != nil {
+					return err
+				}
+				resumed = true
+			}
+		}
+		if resumed {
+			return nil
+		}
+		return n.primary().Resume() // ErrNotRunning on a stopped node
+	})
 }
 
 // Partition implements backend.Backend: the proxy drops all bytes both ways.
@@ -283,7 +360,8 @@ func (b *Backend) SetLatency(_ context.Context, i int, d time.Duration) error {
 }
 
 // SetClockSkew implements backend.Backend: the node restarts, keeping its data, with
-// libfaketime preloaded. Keys expire by the fake clock: "+0 x2" halves every
+// libfaketime preloaded. (Of a pair, the primary restarts under it now,
+// the replica at its next start.) Keys expire by the fake clock: "+0 x2" halves every
 // TTL in real time; a jump ahead expires at once, at load, every key whose
 // expiry time the jump passes.
 func (b *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
@@ -298,12 +376,15 @@ func (b *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 		}
 	}
 	return b.withProc(i, "clock skew", func(n *procNode) error {
-		env := b.skewEnv(spec)
-		n.proc.SetEnv(env)
-		if err := n.proc.Restart(ctx, true); err != nil {
+		for _, p := range n.procs() {
+			p.SetEnv(b.skewEnv(spec))
+		}
+		if err := n.primary().Restart(ctx, true); err != nil {
 			// Leave the node stopped, but let a later Start run it on the
 			// clock it had before.
-			n.proc.SetEnv(b.skewEnv(n.skew))
+			for _, p := range n.procs() {
+				p.SetEnv(b.skewEnv(n.skew))
+			}
 			return err
 		}
 		n.skew = spec
@@ -333,9 +414,15 @@ func (b *Backend) Close() error {
 	for _, n := range b.nodes {
 		netfault.StopProxy(n.proxy, n.net)
 	}
+	if b.sentinel != nil {
+		// Before the nodes, so that it fails none over as they stop.
+		if err := b.sentinel.close(); err != nil {
+			errs = append(errs, fmt.Errorf("process: close sentinel: %w", err))
+		}
+	}
 	for _, n := range b.nodes {
 		n.mu.Lock() // let an operation in progress finish
-		if err := n.proc.Close(); err != nil {
+		if err := n.closeProcs(); err != nil {
 			errs = append(errs, fmt.Errorf("process: close node %d: %w", n.index, err))
 		}
 		n.mu.Unlock()

@@ -16,7 +16,13 @@ import (
 
 func TestProcessNodes(t *testing.T) { backendtest.CheckNodes(t, newBackend(t, 3), 3) }
 
-func TestProcessBadNodeIndex(t *testing.T) { backendtest.CheckBadNodeIndex(t, newBackend(t, 1), nil) }
+func TestProcessBadNodeIndex(t *testing.T) {
+	b := newBackend(t, 1)
+	backendtest.CheckBadNodeIndex(t, b, map[string]func(i int) error{
+		"FailOver": func(i int) error { return b.FailOver(t.Context(), i, 0) },
+		"Rejoin":   func(i int) error { return b.Rejoin(t.Context(), i) },
+	})
+}
 
 func TestProcessKillAndStartKeepData(t *testing.T) {
 	backendtest.CheckKillAndStartKeepData(t, newBackend(t, 3), nil)

@@ -1,0 +1,8 @@
+package process
+
+// ReplicaAddr is the own address of node i's replica, for tests to read
+// what replication brought it.
+func ReplicaAddr(b *Backend, i int) string {
+	p := b.nodes[i].pair
+	return p.procs[1-p.primaryIndex()].Addr()
+}

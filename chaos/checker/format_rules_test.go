@@ -38,6 +38,11 @@ func TestFormatRules(t *testing.T) {
 		{file: "repeated-field.jsonl", line: 4, field: "token", msg: "given more than once"},
 		// The hold lost at the extend's return, 15 ms before the next acquire.
 		{file: "lost-extend.jsonl", verdict: VerdictOK},
+		// A successful extend after the lost one: the lock said last that
+		// the hold lasts to 200 ms, so the other client's grant at 120 ms
+		// overlaps it (with a validity end, and without one).
+		{file: "lost-extend-then-extended.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
+		{file: "lost-extend-then-extended-no-validity.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
 		// The version 1 rules keep the hold open to the end of the run.
 		{file: "version-1-lost-extend.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}, warnings: 1},
 		{file: "lone-surrogate-keys.jsonl", line: 2, field: "key", msg: `\ud800 is half a surrogate pair, alone`},

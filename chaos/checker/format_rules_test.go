@@ -36,6 +36,9 @@ func TestFormatRules(t *testing.T) {
 		// Probes of nodes the run does not have would count toward a quorum.
 		{file: "probe-on-unknown-node.jsonl", line: 4, field: "node", msg: "7 is not a node of the run (it has 3"},
 		{file: "repeated-field.jsonl", line: 4, field: "token", msg: "given more than once"},
+		// A version given twice is refused whatever the version: the last,
+		// 1, would have the repeated entry pass with a warning.
+		{file: "version-given-twice.jsonl", line: 1, field: "version", msg: "given more than once"},
 		// The hold lost at the extend's return, 15 ms before the next acquire.
 		{file: "lost-extend.jsonl", verdict: VerdictOK},
 		// A successful extend after the lost one: the lock said last that

@@ -36,10 +36,21 @@ func TestFormatRules(t *testing.T) {
 		// Probes of nodes the run does not have would count toward a quorum.
 		{file: "probe-on-unknown-node.jsonl", line: 4, field: "node", msg: "7 is not a node of the run (it has 3"},
 		{file: "repeated-field.jsonl", line: 4, field: "token", msg: "given more than once"},
+		// A version given twice is refused whatever the version: the last,
+		// 1, would have the repeated entry pass with a warning.
+		{file: "version-given-twice.jsonl", line: 1, field: "version", msg: "given more than once"},
 		// The hold lost at the extend's return, 15 ms before the next acquire.
 		{file: "lost-extend.jsonl", verdict: VerdictOK},
+		// A successful extend after the lost one: the lock said last that
+		// the hold lasts to 200 ms, so the other client's grant at 120 ms
+		// overlaps it (with a validity end, and without one).
+		{file: "lost-extend-then-extended.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
+		{file: "lost-extend-then-extended-no-validity.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
 		// The version 1 rules keep the hold open to the end of the run.
 		{file: "version-1-lost-extend.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}, warnings: 1},
+		// A 30 ms lease, and a waiter's acquire that returned 10 s after the
+		// key was released: the wait is a stall, not the key's lease.
+		{file: "stall-inside-its-acquire.jsonl", verdict: VerdictViolated, found: Counts{Liveness: 1}},
 		{file: "lone-surrogate-keys.jsonl", line: 2, field: "key", msg: `\ud800 is half a surrogate pair, alone`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

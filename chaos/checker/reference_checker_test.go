@@ -32,8 +32,19 @@ func refCheck(h history.History) refVerdicts {
 		// A hold lasts from the acquire's return to the earliest of its
 		// release's invocation, its lost signal, its validity end (raised by
 		// successful extends) and the end a lost extend sets (the validity
-		// end as it stood at its invocation, or its return with none);
+		// end as it stood at its invocation, or its return with none; none
+		// when a successful extend returned after it);
 		// longer if the holder writes after that.
+		// A lost extend counts only when no successful extend returned
+		// after it or with it.
+		renewedAfter := func(lost history.Op) bool {
+			for _, op := range h.Ops {
+				if op.Hold == a.ID && op.Kind == history.KindExtend && op.Outcome == history.OK && op.Complete >= lost.Complete {
+					return true
+				}
+			}
+			return false
+		}
 		end := h.End
 		valid := a.ValidUntil
 		var lastWrite time.Duration
@@ -46,7 +57,7 @@ func refCheck(h history.History) refVerdicts {
 				end = min(end, op.Invoke)
 			case op.Kind == history.KindExtend && op.Outcome == history.OK && valid != 0:
 				valid = max(valid, op.ValidUntil)
-			case op.Kind == history.KindExtend && op.Outcome == history.LockLost:
+			case op.Kind == history.KindExtend && op.Outcome == history.LockLost && !renewedAfter(op):
 				if valid != 0 {
 					end = min(end, valid)
 				} else {

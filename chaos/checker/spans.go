@@ -18,7 +18,9 @@ import (
 // end the client computed (as raised by successful extensions; holds recorded
 // with no validity end have none), and the end an extend that returned
 // lost sets: the validity end as it stood when that extend was invoked, or,
-// with none, the extend's return. From each of those moments on the client
+// with none, the extend's return, unless a successful extend returned
+// after it (or at the same moment): the lock then told the client last that
+// it holds the key. From each of those moments on the client
 // knows, or should know, that it no longer holds the lock: validity is all a
 // holder can trust, and without one it learned of the loss when the extend
 // returned. (A version 1 history, Version 1, keeps its old rule: a lost
@@ -85,6 +87,8 @@ func Spans(h history.History) ([]Span, error) {
 		valid = append(valid, op.ValidUntil)
 	}
 	lastWrite := make([]time.Duration, len(spans))
+	renewed := make([]time.Duration, len(spans)) // the last return of a successful extend
+	var losses []lostExtend
 	for _, op := range h.Ops {
 		if op.Hold == 0 {
 			continue
@@ -92,14 +96,14 @@ func Spans(h history.History) ([]Span, error) {
 		i := idx[op.Hold]
 		switch s := &spans[i]; op.Kind {
 		case history.KindExtend:
-			if op.Outcome == history.OK && valid[i] != 0 {
-				valid[i] = max(valid[i], op.ValidUntil)
+			if op.Outcome == history.OK {
+				renewed[i] = max(renewed[i], op.Complete)
+				if valid[i] != 0 {
+					valid[i] = max(valid[i], op.ValidUntil)
+				}
 			}
 			if op.Outcome == history.LockLost && h.Version != 1 {
-				end := cmp.Or(valid[i], op.Complete)
-				if end < s.End {
-					s.End, s.EndedBy = end, "lost-extend"
-				}
+				losses = append(losses, lostExtend{span: i, end: cmp.Or(valid[i], op.Complete), heard: op.Complete})
 			}
 		case history.KindRelease, history.KindLost:
 			if op.Invoke < s.End {
@@ -107,6 +111,14 @@ func Spans(h history.History) ([]Span, error) {
 			}
 		case history.KindWrite:
 			lastWrite[i] = max(lastWrite[i], op.Invoke)
+		}
+	}
+	// A successful extend that returned after a lost one (or with it) told
+	// the client last that it holds the key: that loss no longer ends the
+	// hold, or a lock that extended a hold it had called lost would pass.
+	for _, l := range losses {
+		if s := &spans[l.span]; l.heard > renewed[l.span] && l.end < s.End {
+			s.End, s.EndedBy = l.end, "lost-extend"
 		}
 	}
 	for i := range spans {
@@ -120,6 +132,13 @@ func Spans(h history.History) ([]Span, error) {
 		}
 	}
 	return spans, nil
+}
+
+// lostExtend is an extend of spans[span] that returned lost: the end it
+// sets, and when the client heard of it.
+type lostExtend struct {
+	span       int
+	end, heard time.Duration
 }
 
 // Faults returns the fault intervals of h, failed ones included, in the

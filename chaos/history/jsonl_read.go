@@ -191,8 +191,14 @@ func (p *parser) line(n int, raw []byte) error {
 		return &LineError{Line: n, Err: fmt.Errorf("not a JSON object: %s", strings.TrimSpace(string(raw)))}
 	}
 	if members(raw) != len(f.m) { // a field given twice: Unmarshal kept the last
-		name := repeated(raw)
-		p.refused = append(p.refused, f.err(name, "given more than once (the version 1 rules take the last)"))
+		names := repeated(raw)
+		if slices.Contains(names, "version") {
+			// The version says which rules apply: given twice, which one
+			// does is open, and the version 1 rules would let the line
+			// say 2 and still have its refusals pass as warnings.
+			return f.err("version", "given more than once")
+		}
+		p.refused = append(p.refused, f.err(names[0], "given more than once (the version 1 rules take the last)"))
 	}
 	kind, err := f.str("kind", true)
 	if err != nil {
@@ -532,28 +538,32 @@ func members(raw []byte) int {
 	return n
 }
 
-// repeated returns the first member name of the JSON object raw (valid
-// JSON) that an earlier member has, as decoded; "" if none.
-func repeated(raw []byte) string {
+// repeated returns the member names of the JSON object raw (valid JSON)
+// that an earlier member has, as decoded, in order of their repetition;
+// [""] if none (or raw cannot be read again).
+func repeated(raw []byte) []string {
+	var names []string
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // {
-		return ""
-	}
 	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		name, _ := t.(string)
-		if seen[name] {
-			return name
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return ""
+	if _, err := dec.Token(); err == nil { // {
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				break
+			}
+			name, _ := t.(string)
+			if seen[name] && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+			seen[name] = true
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
 		}
 	}
-	return ""
+	if len(names) == 0 {
+		return []string{""}
+	}
+	return names
 }

@@ -51,6 +51,8 @@ func TestFormatRules(t *testing.T) {
 		// A 30 ms lease, and a waiter's acquire that returned 10 s after the
 		// key was released: the wait is a stall, not the key's lease.
 		{file: "stall-inside-its-acquire.jsonl", verdict: VerdictViolated, found: Counts{Liveness: 1}},
+		// Two writes the store numbered alike: its order would be no order.
+		{file: "repeated-seq.jsonl", line: 6, field: "seq", msg: "1 is the sequence number of another write"},
 		{file: "lone-surrogate-keys.jsonl", line: 2, field: "key", msg: `\ud800 is half a surrogate pair, alone`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

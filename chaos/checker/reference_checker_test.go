@@ -118,6 +118,9 @@ func randomHistory(rng *rand.Rand) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"kind":"run","version":2,"nodes":3,"clock_error_ns":%d}`+"\n", rng.IntN(3)*rng.IntN(3))
 	entries := 0
+	// The store numbers its writes once each, in an order of its own: the
+	// sequence numbers drawn are distinct, in any order.
+	seqs := rng.Perm(64)
 	for c := range 1 + rng.IntN(3) {
 		t := rng.Int64N(10)
 		for range 1 + rng.IntN(3) {
@@ -153,8 +156,9 @@ func randomHistory(rng *rand.Rand) string {
 				default:
 					entries++
 					out, seq := []string{"ok", "ok", "rejected", "failed"}[rng.IntN(4)], ""
-					if out == "ok" && rng.IntN(2) == 0 {
-						seq = fmt.Sprintf(`,"seq":%d`, 1+rng.IntN(6))
+					if out == "ok" && rng.IntN(2) == 0 && len(seqs) > 0 {
+						seq = fmt.Sprintf(`,"seq":%d`, 1+seqs[0])
+						seqs = seqs[1:]
 					}
 					fmt.Fprintf(&b, `{"kind":"write","client":%d,"key":%q,"invoke_ns":%d,"complete_ns":%d,"outcome":%q,"token":%d,"resource":"db","entry":"e%d"%s}`+"\n",
 						c, key, inv, comp, out, tok, entries, seq)

@@ -231,9 +231,11 @@ func (p *parser) link(h *History) error {
 	return nil
 }
 
-// refuseRepeatedEntries refuses a write whose entry an earlier line wrote to
-// the same resource (p.ops still in line order): entries are unique, so that a store holding one copy
-// cannot account for two acknowledged writes.
+// refuseRepeatedEntries refuses a write whose entry, or whose store sequence
+// number, an earlier line wrote to the same resource (p.ops still in line
+// order): entries are unique, so that a store holding one copy cannot
+// account for two acknowledged writes, and a store numbers each write once,
+// so that its order is one order.
 func (p *parser) refuseRepeatedEntries() {
 	type write struct{ resource, entry string }
 	first := make(map[write]int) // line
@@ -248,6 +250,16 @@ func (p *parser) refuseRepeatedEntries() {
 			continue
 		}
 		first[w] = l.n
+		if l.op.Seq == 0 {
+			continue
+		}
+		s := write{l.op.Resource, fmt.Sprint("seq ", l.op.Seq)}
+		if n, seen := first[s]; seen {
+			p.refused = append(p.refused, &LineError{Line: l.n, Field: "seq",
+				Err: fmt.Errorf("%d is the sequence number of another write to %q (line %d): a store numbers its writes once", l.op.Seq, w.resource, n)})
+			continue
+		}
+		first[s] = l.n
 	}
 }
 

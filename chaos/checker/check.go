@@ -370,7 +370,26 @@ func Check(h history.History, opts CheckOptions) Result {
 	res.Violations = vs
 	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
 	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
+	if longest := longestValidity(h); res.Verdict == VerdictOK && longest > 0 && h.ClockError >= longest {
+		// Two holds that overlap by less than the clock error pass: with
+		// an error as long as the longest hold, any two may overlap whole.
+		res.Verdict = VerdictUnknown
+		res.Reason = fmt.Sprintf("clock error %v is as long as the longest validity (%v): no overlap can be told",
+			h.ClockError, longest)
+	}
 	return res
+}
+
+// longestValidity is the longest validity a successful acquire of h
+// returned with (from its return to its validity end), 0 if none has one.
+func longestValidity(h history.History) time.Duration {
+	var longest time.Duration
+	for _, op := range h.Ops {
+		if op.Kind == history.KindAcquire && op.Outcome == history.OK && op.ValidUntil != 0 {
+			longest = max(longest, op.ValidUntil-op.Complete)
+		}
+	}
+	return longest
 }
 
 func verdict(res Result, ops, minAcq int) (Verdict, string) {

@@ -75,10 +75,13 @@ type Config struct {
 // majorities, amnesia rotation, lost replies, restarts under long holds,
 // clock jumps, late heals, latency bursts and a clock drift within the
 // allowance on a majority), with a workload that exercises what the plain
-// one leaves alone: three keys, two of them sharing a fence counter; holds
-// that run to their validity, outlive it and then unlock or extend (once
-// another hold came); explicit and
-// automatic extension across restarts; late writes by former holders, stale
+// one leaves alone: three lanes per client on its one redlock.Client (a
+// local wait queue, and hand-offs of the Client's place at Unlock); three
+// keys, two of them sharing a fence counter; holds that run to their
+// validity, outlive it and then unlock or extend (once another hold came);
+// bursts of brief holds, extensions sent at the last moment and extensions
+// to a shorter TTL (shapes.go); explicit and automatic extension across
+// restarts; late writes by former holders, stale
 // by as little as one token; and a node cut off right after it granted a
 // hold whose token a minority of counters carried, before the lagging
 // counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or

@@ -182,16 +182,18 @@ func List() []Mutant {
 
 // QuietArgs are the chaos flags of a Quiet mutant's run, and of the quiet
 // run of the module as it is that must come out clean beside it: no
-// faults, a node timeout of 20ms, and three clients of three lanes each
-// (the hunt's lanes: a Client's local wait queue forms, and an Unlock hands
-// the Client's place to a waiter with another behind it; about as many
-// goroutines as the default eight clients: measured, 8 clients of 3 lanes
-// at a 20ms node timeout time out on a loaded 2-core machine and stall). The order check's margin is twice the node timeout
-// (a waiter enters its place within its first attempt, which a node
-// answers within the node timeout); at the default 100ms the margin passes
-// the waits a planted overtake makes (measured: barging's longest waits in
-// 20 s were 220 ms, and none counted), at 20ms it does not.
-var QuietArgs = []string{"--faults", "", "--node-timeout", "20ms", "--clients", "3", "--lanes", "3"}
+// faults, a node timeout of 20ms, and four clients of two lanes each, so
+// that a Client's local wait queue forms and its Unlocks hand the Client's
+// place on, with as many goroutines as the default eight clients. Measured
+// on a loaded 2-core machine: 8 clients of 3 lanes at a 20ms node timeout
+// time out and stall; 3 clients of 3 lanes leave too few other processes
+// for barging's overtakes to show within a minute. The order check's
+// margin is twice the node timeout (a waiter enters its place within its
+// first attempt, which a node answers within the node timeout); at the
+// default 100ms the margin passes the waits a planted overtake makes
+// (measured: barging's longest waits in 20 s were 220 ms, and none
+// counted), at 20ms it does not.
+var QuietArgs = []string{"--faults", "", "--node-timeout", "20ms", "--clients", "4", "--lanes", "2"}
 
 // ErrApply is wrapped by the error of a mutant that does not apply: its old
 // text is missing from its file, or occurs more than once.

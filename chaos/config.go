@@ -19,8 +19,14 @@ import (
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
 // clients, 20s, the faults the algorithm tolerates.
 type Config struct {
-	Nodes    int           // lock nodes; default 5
-	Clients  int           // workload clients, each its own redlock.Client; default 8
+	Nodes   int // lock nodes; default 5
+	Clients int // workload clients, each its own redlock.Client; default 8
+	// Lanes is how many goroutines of each client loop holds on its one
+	// redlock.Client, so that the Client's local wait queue and the hand-off
+	// of its place at Unlock run; default 3 for the hunt (see lanes), 1
+	// otherwise. Lanes of a client share its id in the history: a client
+	// is a process.
+	Lanes    int
 	Duration time.Duration // how long the workload runs; default 20s
 	// Faults to inject: any kinds of package fault. Nil means
 	// DefaultFaults() (HuntFaults() for the hunt); an empty non-nil list, no
@@ -76,10 +82,13 @@ type Config struct {
 // majorities, amnesia rotation, lost replies, restarts under long holds,
 // clock jumps, late heals, latency bursts and a clock drift within the
 // allowance on a majority), with a workload that exercises what the plain
-// one leaves alone: three keys, two of them sharing a fence counter; holds
-// that run to their validity, outlive it and then unlock or extend (once
-// another hold came); explicit and
-// automatic extension across restarts; late writes by former holders, stale
+// one leaves alone: three lanes per client on its one redlock.Client (a
+// local wait queue, and hand-offs of the Client's place at Unlock); three
+// keys, two of them sharing a fence counter; holds that run to their
+// validity, outlive it and then unlock or extend (once another hold came);
+// bursts of brief holds, extensions sent at the last moment and extensions
+// to a shorter TTL (shapes.go); explicit and automatic extension across
+// restarts; late writes by former holders, stale
 // by as little as one token; and a node cut off right after it granted a
 // hold whose token a minority of counters carried, before the lagging
 // counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or
@@ -131,6 +140,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.Lanes == 0 {
+		c.Lanes = 1
+		if c.Profile == ProfileHunt {
+			c.Lanes = huntLanes
+		}
+	}
 	if c.Backend == "" {
 		c.Backend = "process"
 	}
@@ -145,6 +160,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: %d nodes (want 1 to 15)", ErrConfig, c.Nodes)
 	case c.Clients < 1 || c.Clients > 256:
 		return c, fmt.Errorf("%w: %d clients (want 1 to 256)", ErrConfig, c.Clients)
+	case c.Lanes < 1 || c.Lanes > 16:
+		return c, fmt.Errorf("%w: %d lanes (want 1 to 16)", ErrConfig, c.Lanes)
+	case c.Lanes > 1 && c.ClientProcs:
+		return c, fmt.Errorf("%w: client processes run one lane each", ErrConfig)
 	case c.Duration < 100*time.Millisecond:
 		return c, fmt.Errorf("%w: duration %v (want at least 100ms)", ErrConfig, c.Duration)
 	case c.TTL < 50*time.Millisecond:

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +50,9 @@ func (c *client) huntOnce(ctx context.Context) {
 	tg := huntTargets[0]
 	if c.rnd.IntN(2) == 1 {
 		tg = huntTargets[1+c.rnd.IntN(len(huntTargets)-1)]
+	}
+	if c.shape(ctx, tg) { // shapes.go
+		return
 	}
 	style := brief
 	switch n := c.rnd.IntN(100); {
@@ -129,21 +131,7 @@ func (c *client) writeIfValid(ctx context.Context, l *redlock.Lock, h recorder.H
 
 // extend calls Extend for the TTL and records it; it reports success.
 func (c *client) extend(ctx context.Context, l *redlock.Lock, h recorder.Hold) bool {
-	e := h.Extend()
-	ectx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
-	err := l.Extend(ectx, c.cfg.TTL)
-	cancel()
-	switch {
-	case err == nil:
-		e.OK(c.realTime(l.Until()))
-		c.probeHold(h)
-		return true
-	case errors.Is(err, redlock.ErrLockLost):
-		e.LockLost()
-	default:
-		e.Fail(err)
-	}
-	return false
+	return c.extendFor(ctx, l, h, c.cfg.TTL)
 }
 
 // ride keeps an auto-extended hold for two to four TTLs (less when ctx

@@ -56,12 +56,12 @@ type client struct {
 	rl    *redlock.Client
 	rec   *recorder.Client
 	store *fencing.Redis
-	rnd   *rand.Rand // hold times; used by this client's goroutine only
+	rnd   *rand.Rand // hold times and shapes; shared by the client's lanes (see lockedSource)
 
 	pauseNext atomic.Bool // client-pause: stop past the validity on the next hold
 	skewNext  atomic.Bool // client-clock-skew: work to the validity on the next hold
 	lateNext  atomic.Bool // late-write: write again once the hold is over
-	writes    int
+	writes    atomic.Int64
 
 	probe   *prober        // nil: the nodes are not probed (probe.go)
 	probing sync.WaitGroup // probes made in the background
@@ -75,7 +75,7 @@ type client struct {
 
 func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, store *fencing.Redis) (*client, error) {
 	c := &client{id: id, cfg: cfg, clk: clk, rec: rec, store: store,
-		rnd: rand.New(rand.NewPCG(cfg.Seed, uint64(id)))}
+		rnd: rand.New(&lockedSource{src: rand.NewPCG(cfg.Seed, uint64(id))})}
 	c.pause = c.sleepPastValidity
 	nodes := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
@@ -126,6 +126,15 @@ func (c *client) close() {
 // in the history, even when ctx ends in the middle of a hold.
 func (c *client) loop(ctx context.Context) {
 	defer c.probing.Wait()
+	if c.cfg.Lanes > 1 {
+		c.lanes(ctx)
+		return
+	}
+	c.lane(ctx)
+}
+
+// lane is one goroutine's loop of holds.
+func (c *client) lane(ctx context.Context) {
 	for ctx.Err() == nil {
 		if c.cfg.hunt() {
 			c.huntOnce(ctx)
@@ -189,8 +198,7 @@ func (c *client) realTime(t time.Time) time.Time { return time.Now().Add(t.Sub(c
 
 // write appends a fresh entry to resource with h's token, and records it.
 func (c *client) write(ctx context.Context, h recorder.Hold, res string) {
-	c.writes++
-	entry := fmt.Sprintf("c%d-%d", c.id, c.writes)
+	entry := fmt.Sprintf("c%d-%d", c.id, c.writes.Add(1))
 	w := h.Write(res, entry)
 	wctx, wcancel := context.WithTimeout(ctx, time.Second)
 	err := c.store.Append(wctx, res, h.Token(), entry)

@@ -20,18 +20,25 @@ type episode func(h *hunt, at time.Duration) ([]Step, []Window, time.Duration)
 // Episodes of the hunt, in the order of the cycle before the seed shuffles
 // it. The overlapping majorities come twice a cycle: they are what exposes
 // a token taken from a minority of counters; so do the late heals, which
-// need a few acquisitions at the right moment.
-var huntCycle = []episode{
-	(*hunt).overlappingMajorities,
-	(*hunt).amnesiaRotation,
-	(*hunt).lostReplies,
-	(*hunt).overlappingMajorities,
-	(*hunt).restarts,
-	(*hunt).clockJumps,
-	(*hunt).lateHeals,
-	(*hunt).slowMajority,
-	(*hunt).lateHeals,
-	(*hunt).driftingMajority,
+// need a few acquisitions at the right moment. breaks marks the episodes
+// whose faults break an assumption of the lock: the shuffle never puts two
+// of them one after the other (see separate), so that what a tolerated
+// episode shows is judged, not excused by the aftermath of a breaking one.
+var huntCycle = []struct {
+	run    episode
+	breaks bool
+}{
+	{(*hunt).overlappingMajorities, false},
+	{(*hunt).amnesiaRotation, true},
+	{(*hunt).lostReplies, false},
+	{(*hunt).overlappingMajorities, false},
+	{(*hunt).restarts, false},
+	{(*hunt).clockJumps, true},
+	{(*hunt).lateHeals, false},
+	{(*hunt).slowMajority, false},
+	{(*hunt).lateHeals, false},
+	{(*hunt).driftingMajority, false},
+	{(*hunt).laggingRestarts, false},
 }
 
 // HuntKinds returns the fault kinds of NewHuntPlan's steps and windows:
@@ -69,7 +76,13 @@ type hunt struct {
 //     acquisition takes a good part of the drift allowance and more, and the
 //     next one, after the burst, is fast (see slowMajority);
 //   - a drifting majority: the clocks of a majority run fast, within the
-//     lock's drift allowance (see driftingMajority).
+//     lock's drift allowance (see driftingMajority);
+//   - lagging restarts: a minority is killed and comes back with its data,
+//     its counters behind, while another node is cut off (see
+//     laggingRestarts).
+//
+// No two episodes that break an assumption of the lock (amnesia, clock
+// jumps) come one after the other: a tolerated one is always between.
 //
 // Every episode keeps the nodes that are down, or break an assumption, to a
 // minority at a time; latency and a drift within the allowance, which a lock
@@ -100,11 +113,14 @@ func NewHuntPlan(nodes int, duration time.Duration, seed uint64, opts ...PlanOpt
 	h := &hunt{r: rand.New(rand.NewPCG(seed, 0x4a_4e7)), nodes: nodes, ttl: cfg.maxTTL, skews: cfg.skews}
 	p := Plan{Seed: seed, Duration: duration, MaxDown: (nodes - 1) / 2}
 	at := h.between(h.ttl/2, h.ttl)
+	broke := false // the episode before broke an assumption
 	for {
 		cycle := slices.Clone(huntCycle)
 		h.r.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
-		for _, ep := range cycle {
-			steps, windows, end := ep(h, at)
+		for _, i := range separate(len(cycle), broke, func(i int) bool { return cycle[i].breaks }) {
+			ep := cycle[i]
+			broke = ep.breaks
+			steps, windows, end := ep.run(h, at)
 			if end > duration {
 				return p, nil
 			}
@@ -113,6 +129,38 @@ func NewHuntPlan(nodes int, duration time.Duration, seed uint64, opts ...PlanOpt
 			at = end + h.between(h.ttl/2, h.ttl) // the workload settles between episodes
 		}
 	}
+}
+
+// separate returns an order of a shuffled cycle of n episodes in which no
+// two that break an assumption (breaks) come one after the other, nor the
+// first after one that broke (broke): it keeps the shuffled order, putting
+// off each breaking episode that would follow another until after the next
+// tolerated one, and slots any left over at the end between two tolerated
+// ones (there are always such: a cycle has more than twice as many
+// tolerated episodes as breaking ones).
+func separate(n int, broke bool, breaks func(i int) bool) []int {
+	var out, later []int
+	prev := broke
+	for i := range n {
+		if breaks(i) && prev {
+			later = append(later, i)
+			continue
+		}
+		out = append(out, i)
+		prev = breaks(i)
+		if !prev && len(later) > 0 {
+			out, later, prev = append(out, later[0]), later[1:], true
+		}
+	}
+	for _, b := range later {
+		for j := 1; j < len(out); j++ {
+			if !breaks(out[j-1]) && !breaks(out[j]) {
+				out = slices.Insert(out, j, b)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (h *hunt) between(lo, hi time.Duration) time.Duration { return between(h.r, lo, hi) }
@@ -241,4 +289,27 @@ func (h *hunt) lateHeals(at time.Duration) ([]Step, []Window, time.Duration) {
 	heals.For = at - h.ttl/50 - heals.At
 	cut(shared, h.between(h.ttl, 3*h.ttl/2))
 	return steps, []Window{heals}, at
+}
+
+// laggingRestarts builds lagging fence counters with faults the lock
+// tolerates only: with q = nodes/2+1 and nodes in a seeded order, a
+// minority L (the first nodes-q) is killed while acquisitions move the
+// others' counters on, and started again with its data, its counters
+// behind; at once one of the others, s, is cut off, so that every quorum of
+// the view mixes L's lagging counters with the others' current ones: the
+// raise (which a token must not do without) and the heals (which are let
+// through) run, under tolerated faults alone, judged.
+func (h *hunt) laggingRestarts(at time.Duration) ([]Step, []Window, time.Duration) {
+	q := h.nodes/2 + 1
+	order := h.perm()
+	lagging, s := order[:h.nodes-q], order[h.nodes-q]
+	down := h.between(h.ttl, 3*h.ttl/2)
+	var steps []Step
+	for _, n := range lagging {
+		steps = append(steps, Step{At: at, For: down, Kind: fault.Kill, Node: n, Fault: backend.Kill{Node: n}})
+	}
+	at += down
+	cut := h.between(3*h.ttl/2, 2*h.ttl)
+	steps = append(steps, Step{At: at, For: cut, Kind: fault.Partition, Node: s, Fault: backend.Partition{Node: s}})
+	return steps, nil, at + cut
 }

@@ -82,6 +82,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var cfg chaos.Config
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
+	fs.IntVar(&cfg.Lanes, "lanes", 0, "goroutines of each client sharing its lock client (0: 3 for the hunt, 1 otherwise)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
 	faults := fs.String("faults", fault.Join(chaos.DefaultFaults()), "faults to inject")
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule")
@@ -112,6 +113,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--nodes must be at least 1")
 	case cfg.Clients < 1:
 		return cmd.fail(stderr, "--clients must be at least 1")
+	case cfg.Lanes < 0:
+		return cmd.fail(stderr, "--lanes must not be negative")
 	case cfg.Duration <= 0:
 		return cmd.fail(stderr, "--duration must be positive")
 	case cfg.TTL <= 0:

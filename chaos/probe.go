@@ -165,17 +165,24 @@ func (c *client) probeAfterFailure(ctx context.Context, key string, failedAt tim
 }
 
 // ownBefore tells the values this client's lock made for calls begun
-// before t, on the client's clock: redlock's hold values end with the
-// Client's id and begin with the time their call began to wait, in
-// milliseconds (the UUID version 7 layout, see redlock's holdValue). The
-// id is learnt from the client's first hold.
+// before t, on the client's clock, and never returned to any of its lanes
+// (a failed call's grants: the values Lock returned are holds, live or
+// released, which the checker knows from the history): redlock's hold
+// values end with the Client's id and begin with the time their call began
+// to wait, in milliseconds (the UUID version 7 layout, see redlock's
+// holdValue). The id is learnt from the client's first hold.
 func (c *client) ownBefore(t time.Time) func(string) bool {
+	c.valuesMu.Lock()
 	id := c.lockID
+	c.valuesMu.Unlock()
 	return func(v string) bool {
 		if id == "" || len(v) != 36 || !strings.HasSuffix(v, id) {
 			return false
 		}
+		c.valuesMu.Lock()
+		returned := c.held[v]
+		c.valuesMu.Unlock()
 		ms, err := strconv.ParseUint(v[0:8]+v[9:13], 16, 64)
-		return err == nil && int64(ms) < t.UnixMilli()
+		return !returned && err == nil && int64(ms) < t.UnixMilli()
 	}
 }

@@ -65,7 +65,10 @@ type client struct {
 
 	probe   *prober        // nil: the nodes are not probed (probe.go)
 	probing sync.WaitGroup // probes made in the background
-	lockID  string         // the end of every hold value of rl, once a hold showed it (see ownBefore)
+
+	valuesMu sync.Mutex      // protects lockID, held: the client's lanes share them
+	lockID   string          // the end of every hold value of rl, once a hold showed it (see ownBefore)
+	held     map[string]bool // every hold value Lock returned to a lane of this client
 
 	// pause stops the client past the validity of l, in its critical section,
 	// and records the fault: sleepPastValidity, unless the client runs in a
@@ -187,7 +190,13 @@ func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOp
 		return nil, recorder.Hold{}, false
 	}
 	h := a.Value(l.Value()).Granted(l.Nodes()).OK(l.Token(), c.realTime(l.Until()))
+	c.valuesMu.Lock()
 	c.lockID = l.Value()[max(len(l.Value())-8, 0):]
+	if c.held == nil {
+		c.held = map[string]bool{}
+	}
+	c.held[l.Value()] = true
+	c.valuesMu.Unlock()
 	c.probeHold(h)
 	return l, h, true
 }

@@ -20,7 +20,7 @@ import (
 //     its client's latest failed acquire or release of the key returned
 //     found there the value of one of that client's released holds, or a
 //     value the probe marks Own (one the client's lock made for a call that
-//     ended before it). The lock releases late grants and the rest of an
+//     ended before it) that is none of the client's holds. The lock releases late grants and the rest of an
 //     Unlock in the background, within a few node timeouts of a node that
 //     answers (CheckOptions.ReleaseAllowance).
 //   - UntilBeyondQuorum: after a successful acquire or extend, the first
@@ -255,9 +255,17 @@ func leftoverGrants(h history.History, allowance time.Duration) []Violation {
 		probes []history.Op
 		vs     []Violation
 	)
+	holds := map[ck]map[string]bool{} // the values of each client's holds of each key
 	for _, op := range h.Ops {
-		if op.Kind == history.KindProbe {
+		switch {
+		case op.Kind == history.KindProbe:
 			probes = append(probes, op)
+		case op.Kind == history.KindAcquire && op.Outcome == history.OK && op.Value != "":
+			k := ck{op.Client, op.Key}
+			if holds[k] == nil {
+				holds[k] = map[string]bool{}
+			}
+			holds[k][op.Value] = true
 		}
 	}
 	// Settles are taken in order of return, probes of invocation: walk
@@ -289,7 +297,10 @@ func leftoverGrants(h history.History, allowance time.Duration) []Violation {
 		if p.Outcome != history.OK || p.Value == "" || !ok || p.Invoke < s.Complete+allowance {
 			continue
 		}
-		if !p.Own && !released[k][p.Value] {
+		// A value the probe marks own that is one of the client's holds
+		// is no failed call's grant (another thread of the client holds
+		// it, or held it): only the release rule judges it.
+		if own := p.Own && !holds[k][p.Value]; !own && !released[k][p.Value] {
 			continue
 		}
 		f := found{k, p.Value, p.Node}

@@ -40,6 +40,8 @@ type batcher struct {
 	mu      sync.RWMutex // protects stopped against sends to queues
 	stopped bool
 	workers sync.WaitGroup
+
+	ran sync.Map // *redis.Script → true once the node ran it (see execAcked)
 }
 
 func newBatcher(c *Client, node int) *batcher {
@@ -219,13 +221,7 @@ func (b *batcher) exec(batch []*op) {
 		return nil
 	})
 	for i, o := range live {
-		var v any
-		var err error
-		if i < len(cmds) {
-			v, err = cmds[i].(*redis.Cmd).Result()
-		} else {
-			err = errors.New("redlock: pipeline lost a reply")
-		}
+		v, err := pipelineReply(cmds, i)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = o.script.Run(ctx, rdb, o.keys, o.args...).Result() // loads it for the next time
 		}
@@ -283,4 +279,13 @@ func waitUntil(wg *sync.WaitGroup, deadline <-chan struct{}) {
 	case <-done:
 	case <-deadline:
 	}
+}
+
+// pipelineReply is the reply to the i-th script of a pipeline whose
+// replies are cmds.
+func pipelineReply(cmds []redis.Cmder, i int) (any, error) {
+	if i >= len(cmds) {
+		return nil, errors.New("redlock: pipeline lost a reply")
+	}
+	return cmds[i].(*redis.Cmd).Result()
 }

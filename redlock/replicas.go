@@ -79,30 +79,33 @@ func waitTimeout(live []*op, now time.Time) time.Duration {
 // execAcked sends live in one pipeline followed by WAIT, on one connection
 // (WAIT counts the acknowledgements of that connection's writes), and
 // completes each call; a durable call's answer counts only if WAIT saw
-// enough replicas. A script the node does not know yet is sent again with
-// its source, in a pipeline of its own with its own WAIT.
+// enough replicas. A script goes by its source until the node ran it once
+// (its first call would otherwise be refused NOSCRIPT, and sent again after
+// a WAIT that cost it half its time); one the node forgot since (a restart)
+// is sent again with its source, in a pipeline of its own with its own WAIT.
 func (b *batcher) execAcked(ctx context.Context, rdb redis.UniversalClient, live []*op) {
 	var cmds []redis.Cmder
 	var acks *redis.Cmd
 	cmds, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, o := range live {
-			p.EvalSha(ctx, o.script.Hash(), o.keys, o.args...)
+			if _, ran := b.ran.Load(o.script); ran {
+				p.EvalSha(ctx, o.script.Hash(), o.keys, o.args...)
+			} else {
+				o.script.Eval(ctx, p, o.keys, o.args...)
+			}
 		}
 		acks = p.Do(ctx, "wait", b.c.cfg.replicaAcks, waitTimeout(live, time.Now()).Milliseconds())
 		return nil
 	})
 	ackErr := b.ackError(acks)
 	for i, o := range live {
-		var v any
-		var err error
-		if i < len(cmds) {
-			v, err = cmds[i].(*redis.Cmd).Result()
-		} else {
-			err = errors.New("redlock: pipeline lost a reply")
-		}
+		v, err := pipelineReply(cmds, i)
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			b.execAckedSource(ctx, rdb, o)
 			continue
+		}
+		if err == nil {
+			b.ran.Store(o.script, true)
 		}
 		b.c.observe(b.node, err, o.g.timeout)
 		if err == nil && o.durable() {

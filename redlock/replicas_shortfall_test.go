@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,15 +22,20 @@ import (
 func TestReplicaAcksShortfallIsReported(t *testing.T) {
 	for _, tc := range []struct {
 		ttl time.Duration
-		hz  string // the nodes' timer frequency: its period must fit twice in the node timeout
+		hz  int // the nodes' timer frequency: its period must fit twice in the node timeout
 	}{
-		{10 * time.Second, "10"}, // the default period, 100ms; node timeout 500ms
-		{time.Second, "100"},     // 10ms; node timeout 50ms
+		{10 * time.Second, 10}, // the default period, 100ms; default node timeout 500ms
+		{time.Second, 100},     // 10ms; default node timeout 50ms
 	} {
 		ttl := tc.ttl
 		t.Run(ttl.String(), func(t *testing.T) {
-			nodes := redistest.Clients(t, redistest.StartN(t, 3, redistest.WithArgs("--hz", tc.hz)))
-			c, err := redlock.New(nodes, redlock.WithReplicaAcks(1))
+			nodes := redistest.Clients(t, redistest.StartN(t, 3, redistest.WithArgs("--hz", strconv.Itoa(tc.hz))))
+			// The default node timeout for ttl (a twentieth) is five timer
+			// periods; on a loaded machine the round trip may need more:
+			// a hundred measured round trips, if longer.
+			period := time.Second / time.Duration(tc.hz)
+			nodeTimeout := max(5*period, 100*redistest.PingRTT(t, nodes))
+			c, err := redlock.New(nodes, redlock.WithReplicaAcks(1), redlock.WithNodeTimeout(nodeTimeout))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,9 +48,6 @@ func TestFormatRules(t *testing.T) {
 		{file: "lost-extend-then-extended-no-validity.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}},
 		// The version 1 rules keep the hold open to the end of the run.
 		{file: "version-1-lost-extend.jsonl", verdict: VerdictViolated, found: Counts{MutualExclusion: 1}, warnings: 1},
-		// A 30 ms lease, and a waiter's acquire that returned 10 s after the
-		// key was released: the wait is a stall, not the key's lease.
-		{file: "stall-inside-its-acquire.jsonl", verdict: VerdictViolated, found: Counts{Liveness: 1}},
 		// Two writes the store numbered alike: its order would be no order.
 		{file: "repeated-seq.jsonl", line: 6, field: "seq", msg: "1 is the sequence number of another write"},
 		// A clock error as long as the holds hides any overlap: nothing can

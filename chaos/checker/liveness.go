@@ -28,10 +28,8 @@ import (
 // A stall longer than its key's threshold is a liveness violation, in the
 // verdict like any other. The default threshold of a key is derived from the
 // history itself: twice the longest lease an acquire of that key was given
-// (from the acquire's return to its validity end: about the key's TTL, less
-// one attempt, and never the time the acquire waited, or a stall would
-// raise its own threshold; the longest of any key for a key never granted
-// with one), plus four times
+// (from the acquire's invocation to its validity end: about the key's TTL;
+// the longest of any key for a key never granted with one), plus four times
 // the p99 latency of releases (one round trip to the nodes with no holder to
 // wait for: how slow the machine was, whatever the key; the acquires'
 // latency when there are no releases). A waiter may have to wait out the

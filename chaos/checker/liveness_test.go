@@ -105,8 +105,8 @@ func TestStallIsAViolation(t *testing.T) {
 		longest time.Duration
 	}{
 		{
-			// Leases of 50 ms (validity end 50 ms after the return), releases of
-			// 1 ms: threshold 2*50 + 4*1 = 104 ms. Client 1 fails for 300 ms.
+			// Leases of 50 ms (validity end 51 ms after the invoke), releases of
+			// 1 ms: threshold 2*51 + 4*1 = 106 ms. Client 1 fails for 300 ms.
 			name: "planted stall",
 			history: func(b *builder) history.History {
 				t := b.clean(10, 0, 1)
@@ -171,7 +171,7 @@ func TestStallIsAViolation(t *testing.T) {
 		},
 		{
 			// "long" is acquired once with a lease of an hour: k's threshold
-			// stays its own 104 ms.
+			// stays its own 106 ms.
 			name: "another key's long lease does not excuse a stall",
 			history: func(b *builder) history.History {
 				b.add(history.Op{Kind: history.KindAcquire, Client: 2, Key: "long", Invoke: 0, Complete: ms(1),
@@ -229,11 +229,11 @@ func TestStallIsAViolation(t *testing.T) {
 
 func TestStallThreshold(t *testing.T) {
 	b := newBuilder(3)
-	a := b.acquire(0, 0, 10, 100, 1)  // lease 100 ms from its return
+	a := b.acquire(0, 0, 10, 100, 1)  // lease 110 ms
 	b.release(a, 20, 23)              // 3 ms
-	a = b.acquire(1, 200, 203, 50, 2) // lease 50 ms
+	a = b.acquire(1, 200, 203, 50, 2) // lease 53 ms
 	b.release(a, 210, 215)            // 5 ms
-	if got, want := Check(b.done(300), CheckOptions{}).Liveness.Threshold, 2*ms(100)+4*ms(5); got != want {
+	if got, want := Check(b.done(300), CheckOptions{}).Liveness.Threshold, 2*ms(110)+4*ms(5); got != want {
 		t.Errorf("threshold %v, want twice the longest lease plus four times the p99 release latency, %v", got, want)
 	}
 	if got := Check(b.done(300), CheckOptions{StallThreshold: time.Second}).Liveness.Threshold; got != time.Second {
@@ -241,18 +241,18 @@ func TestStallThreshold(t *testing.T) {
 	}
 	b = newBuilder(3)
 	b.acquire(0, 0, 10, 100, 1)
-	if got, want := Check(b.done(300), CheckOptions{}).Liveness.Threshold, 2*ms(100)+4*ms(10); got != want {
+	if got, want := Check(b.done(300), CheckOptions{}).Liveness.Threshold, 2*ms(110)+4*ms(10); got != want {
 		t.Errorf("without releases: threshold %v, want four times the acquire latency instead, %v", got, want)
 	}
 	// Each key has its own: the worst stall, k's 10 ms, is judged on k's
 	// lease, not on the hour of "long".
 	b = newBuilder(3)
-	a = b.acquire(0, 0, 10, 100, 1) // lease 100 ms
+	a = b.acquire(0, 0, 10, 100, 1) // lease 110 ms
 	b.release(a, 20, 23)
 	b.add(history.Op{Kind: history.KindAcquire, Client: 1, Key: "long", Invoke: ms(30), Complete: ms(31),
 		Outcome: history.OK, Token: 1, ValidUntil: ms(30) + time.Hour})
-	if l := Check(b.done(300), CheckOptions{}).Liveness; l.Key != "k" || l.Threshold != 2*ms(100)+4*ms(3) {
-		t.Errorf("worst stall of %q, threshold %v; want k's, %v", l.Key, l.Threshold, 2*ms(100)+4*ms(3))
+	if l := Check(b.done(300), CheckOptions{}).Liveness; l.Key != "k" || l.Threshold != 2*ms(110)+4*ms(3) {
+		t.Errorf("worst stall of %q, threshold %v; want k's, %v", l.Key, l.Threshold, 2*ms(110)+4*ms(3))
 	}
 }
 

@@ -35,9 +35,7 @@ func newStallThresholds(h history.History, given time.Duration) stallThresholds 
 		switch {
 		case op.Kind == history.KindAcquire && op.Outcome == history.OK:
 			acq = append(acq, op.Complete-op.Invoke)
-			// From the return: an acquire that waited out a stall must not
-			// count the stall as lease (see Liveness).
-			if lease := op.ValidUntil - op.Complete; op.ValidUntil != 0 && lease > 0 {
+			if lease := op.ValidUntil - op.Invoke; op.ValidUntil != 0 && lease > 0 {
 				t.lease[op.Key] = max(t.lease[op.Key], lease)
 				t.longest = max(t.longest, lease)
 			}

@@ -60,7 +60,7 @@ func newProber(b backend.Backend, cfg Config) *prober {
 		p.rdbs = append(p.rdbs, redis.NewClient(&redis.Options{
 			Addr: "direct-" + strconv.Itoa(i), // unused: Dialer resolves it
 			Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				addr, err := d.DirectAddr(i)
+				addr, err := directAddr(ctx, d, i)
 				if err != nil {
 					return nil, err
 				}
@@ -74,6 +74,29 @@ func newProber(b backend.Backend, cfg Config) *prober {
 		}))
 	}
 	return p
+}
+
+// directAddr is d.DirectAddr(i), or ctx's error if ctx ends first: a
+// backend answers it only between the operations it runs on the node (the
+// docker backend holds the node through a restart, seconds long), and a
+// probe that waited for one would hold its client up; a probe that fails
+// proves nothing, and the client goes on.
+func directAddr(ctx context.Context, d backend.Direct, i int) (string, error) {
+	type answer struct {
+		addr string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		addr, err := d.DirectAddr(i)
+		got <- answer{addr, err}
+	}()
+	select {
+	case a := <-got:
+		return a.addr, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func (p *prober) close() {

@@ -143,7 +143,10 @@ func TestToleratedFaultsDocker(t *testing.T) {
 			if res.Verdict != checker.VerdictOK {
 				t.Fatalf("verdict %s: %s; violations %+v", res.Verdict, res.Reason, res.Violations)
 			}
-			if n := res.Found.Total(); n != 0 {
+			// As on processes: an overtake and a release held back past the
+			// allowance are promised with every node up, and expected under
+			// a node fault.
+			if n := res.Found.Total() - res.Expected.Order - res.Expected.LeftoverGrant; n != 0 {
 				t.Fatalf("%d violations under %s, a fault the lock tolerates: %+v", n, f, res.Violations)
 			}
 			if len(res.Faults) == 0 {

@@ -32,6 +32,7 @@ type blamer struct {
 	reach     []map[string]time.Duration // per fault: lock key -> end of its window on that key
 	quorums   map[int][]quorumStep       // acquire op ID -> the node sets that held it; absent: unknown
 	tokenSets map[int][]int              // acquire op ID -> the nodes that made its token; absent: unknown
+	longest   time.Duration              // the longest lease of any key
 }
 
 // quorumStep is a node set a hold rests on: the nodes that granted it (or
@@ -57,6 +58,7 @@ func newBlamer(h history.History, spans []Span, faults []FaultSpan, aftermath, e
 		if op.Kind == history.KindAcquire && op.Outcome == history.OK {
 			if op.ValidUntil != 0 {
 				lease[op.Key] = max(lease[op.Key], op.ValidUntil-op.Complete)
+				b.longest = max(b.longest, lease[op.Key])
 			}
 			if op.Granted != nil {
 				b.quorums[op.ID] = []quorumStep{stepOf(op)}

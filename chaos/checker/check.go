@@ -290,7 +290,7 @@ func (r Result) Unexpected() Counts {
 
 // Check checks h. It does not modify h.
 func Check(h history.History, opts CheckOptions) Result {
-	opts = opts.withDefaults(h)
+	opts = opts.withDefaults()
 	res := Result{Verdict: VerdictUnknown, ByFault: map[fault.Kind]Counts{}}
 	spans, err := Spans(h)
 	if err != nil {
@@ -369,30 +369,13 @@ func Check(h history.History, opts CheckOptions) Result {
 	}
 	res.Violations = vs
 	res.StoreCorrect = res.Found.StaleWritesAccepted == 0 && res.Found.LostWrites == 0
-	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions)
-	if longest := longestValidity(h); res.Verdict == VerdictOK && longest > 0 && h.ClockError >= longest {
-		// Two holds that overlap by less than the clock error pass: with
-		// an error as long as the longest hold, any two may overlap whole.
-		res.Verdict = VerdictUnknown
-		res.Reason = fmt.Sprintf("clock error %v is as long as the longest validity (%v): no overlap can be told",
-			h.ClockError, longest)
-	}
+	res.Verdict, res.Reason = verdict(res, len(h.Ops), opts.MinAcquisitions, h.ClockError, b.longest)
 	return res
 }
 
-// longestValidity is the longest validity a successful acquire of h
-// returned with (from its return to its validity end), 0 if none has one.
-func longestValidity(h history.History) time.Duration {
-	var longest time.Duration
-	for _, op := range h.Ops {
-		if op.Kind == history.KindAcquire && op.Outcome == history.OK && op.ValidUntil != 0 {
-			longest = max(longest, op.ValidUntil-op.Complete)
-		}
-	}
-	return longest
-}
-
-func verdict(res Result, ops, minAcq int) (Verdict, string) {
+// verdict judges res; clockErr is the history's clock error, and longest
+// its longest lease.
+func verdict(res Result, ops, minAcq int, clockErr, longest time.Duration) (Verdict, string) {
 	if u := res.Unexpected(); u.Total() > 0 {
 		return VerdictViolated, fmt.Sprintf("%d violations not explained by assumption-breaking faults (%s)",
 			u.Total(), describe(u))
@@ -408,6 +391,11 @@ func verdict(res Result, ops, minAcq int) (Verdict, string) {
 		return VerdictUnknown, fmt.Sprintf("%d client operations never completed", res.Pending)
 	case res.Acquisitions < minAcq:
 		return VerdictUnknown, fmt.Sprintf("only %d successful acquisitions (need %d)", res.Acquisitions, minAcq)
+	case longest > 0 && clockErr >= longest:
+		// Two holds that overlap by less than the clock error pass: with
+		// an error as long as the longest hold, any two may overlap whole.
+		return VerdictUnknown, fmt.Sprintf("clock error %v is as long as the longest validity (%v): no overlap can be told",
+			clockErr, longest)
 	case res.Expected.Total() > 0:
 		return VerdictOK, fmt.Sprintf("%d expected violations under assumption-breaking faults (%s)",
 			res.Expected.Total(), describe(res.Expected))
@@ -426,7 +414,7 @@ func describe(c Counts) string {
 	return strings.Join(parts, ", ")
 }
 
-func (o CheckOptions) withDefaults(h history.History) CheckOptions {
+func (o CheckOptions) withDefaults() CheckOptions {
 	if o.Expected == nil {
 		o.Expected = DefaultExpected()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/process/processtest"
 )
 
 // A backend with no replicas cannot fail a node over: the fault says so,
@@ -16,7 +17,7 @@ func TestFailoverUnsupportedWithoutReplicas(t *testing.T) {
 		name string
 		b    backend.Backend
 	}{
-		{"process backend without replicas", newBackend(t, 1)},
+		{"process backend without replicas", processtest.New(t, 1)},
 		{"backend without the capability", &backendtest.Recording{N: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/process/processtest"
 	"github.com/fencedlock/fencedlock/chaos/hook"
 	"github.com/fencedlock/fencedlock/internal/redistest"
 )
@@ -116,7 +117,7 @@ func TestTriggerKillsDuringAcquire(t *testing.T) {
 		{"after reply", []hook.TriggerOption{hook.AfterReply()}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBackend(t, 1)
+			b := processtest.New(t, 1)
 			ctx := t.Context()
 			c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 			acquire := redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
+	"github.com/fencedlock/fencedlock/chaos/backend/process/processtest"
 	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 	"github.com/fencedlock/fencedlock/chaos/schedule"
@@ -163,7 +164,7 @@ func TestRunAgainstProcess(t *testing.T) {
 	if len(p.Steps) < 4 {
 		t.Fatalf("plan has %d steps; pick a seed with more", len(p.Steps))
 	}
-	b := newBackend(t, 3)
+	b := processtest.New(t, 3)
 
 	// A workload on every node while the faults come and go, so that the
 	// proxies change state with bytes in flight (for the race detector and

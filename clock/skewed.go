@@ -46,7 +46,14 @@ func (s *skewed) Sleep(ctx context.Context, d time.Duration) error { return slee
 // would let a timer fire before d of skewed time has passed (and a loop that
 // sleeps until a deadline on a Fake base would then spin without end).
 func (s *skewed) toBase(d time.Duration) time.Duration {
-	return time.Duration(math.Ceil(float64(d) / s.rate))
+	b := math.Ceil(float64(d) / s.rate)
+	switch { // a slow rate can take a long wait past the Duration range
+	case b >= math.MaxInt64:
+		return math.MaxInt64
+	case b <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(b)
 }
 
 type skewedTimer struct {

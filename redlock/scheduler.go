@@ -123,14 +123,15 @@ func (s *scheduler) wake() {
 func (s *scheduler) run() {
 	clk := s.c.cfg.clock
 	var timer clock.Timer
-	defer func() {
+	stop := func() {
 		if timer != nil {
 			timer.Stop()
 		}
-	}()
+	}
+	defer func() { stop() }()
 	for {
 		now := clk.Now()
-		due, wait, idle := s.popDue(now)
+		due, next, idle := s.popDue(now)
 		if idle {
 			return
 		}
@@ -144,11 +145,11 @@ func (s *scheduler) run() {
 		if len(due) > 0 {
 			continue // what they scheduled may be due already
 		}
-		if timer == nil {
-			timer = clk.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
+		// Armed for the instant, not for next−now: the clock may have moved
+		// since now was read (a Fake advanced by a test in between would
+		// otherwise put the timer that far past the hold's due time).
+		stop()
+		timer = clock.NewTimerAt(clk, next)
 		select {
 		case <-timer.C():
 		case <-s.kick:
@@ -158,9 +159,9 @@ func (s *scheduler) run() {
 	}
 }
 
-// popDue takes the holds due at now out of the heap; wait is how long until
-// the next one. idle says that none is scheduled: the goroutine exits.
-func (s *scheduler) popDue(now time.Time) (due []dueHold, wait time.Duration, idle bool) {
+// popDue takes the holds due at now out of the heap; next is when the next
+// one is due. idle says that none is scheduled: the goroutine exits.
+func (s *scheduler) popDue(now time.Time) (due []dueHold, next time.Time, idle bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.holds) > 0 && !s.holds[0].due.After(now) {
@@ -168,12 +169,12 @@ func (s *scheduler) popDue(now time.Time) (due []dueHold, wait time.Duration, id
 	}
 	if len(due) == 0 && len(s.holds) == 0 {
 		s.running = false
-		return nil, 0, true
+		return nil, time.Time{}, true
 	}
 	if len(s.holds) > 0 {
-		wait = s.holds[0].due.Sub(now)
+		next = s.holds[0].due
 	}
-	return due, wait, false
+	return due, next, false
 }
 
 // extend runs l's extension on a free slot, or queues it for the next one.

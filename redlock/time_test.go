@@ -106,8 +106,12 @@ func TestWatchdogExtendsThenSignalsLoss(t *testing.T) {
 	r := newRig(t, 3)
 	fake := clock.NewFake(epoch)
 	ev := events{extended: make(chan uint64, 10), lost: make(chan uint64, 10)}
-	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(time.Second))
-	ctx := t.Context()
+	const nt = time.Second
+	c := r.client(t, redlock.WithClock(fake), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt))
+	// Every wait below is for one extension, which ends within its node
+	// timeout: a bound many times that fails the test rather than hang it.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*nt)
+	defer cancel()
 	const ttl = 3 * time.Second
 	l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
 	if err != nil {

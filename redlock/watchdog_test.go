@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -470,4 +471,83 @@ func newWatchedHold(t *testing.T, n int) *watchedHold {
 	w.r.settled(t, "k", w.l.Value())
 	w.done = w.l.Done()
 	return w
+}
+
+// movingClock is a Fake that moves step forward, once, at the next arming
+// of a timer (however armed), before arming it: a test's Advance that lands
+// between the scheduler's reading of the time and its arming of the timer
+// for the next due hold.
+type movingClock struct {
+	*clock.Fake
+	step  atomic.Int64  // nanoseconds to move at the next arming; 0: none
+	moved chan struct{} // closed once it moved
+}
+
+func (m *movingClock) move() {
+	if d := m.step.Swap(0); d != 0 {
+		m.Advance(time.Duration(d))
+		close(m.moved)
+	}
+}
+
+func (m *movingClock) NewTimer(d time.Duration) clock.Timer {
+	m.move()
+	return movingTimer{m.Fake.NewTimer(d), m}
+}
+
+func (m *movingClock) NewTimerAt(t time.Time) clock.Timer {
+	m.move()
+	return movingTimer{m.Fake.NewTimerAt(t), m}
+}
+
+type movingTimer struct {
+	clock.Timer
+	m *movingClock
+}
+
+func (t movingTimer) Reset(d time.Duration) bool {
+	t.m.move()
+	return t.Timer.Reset(d)
+}
+
+// TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed: the
+// scheduler re-arms its timer whenever the head of its heap changes. When
+// the clock moves between its reading and the arming, the hold due in that
+// span is still handled at once. (A timer armed for the wait measured from
+// the stale reading fired that far past the due time: a test that advanced
+// the Fake once saw no extension, under load, as the window widened.)
+func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
+	r := newRig(t, 3)
+	clk := &movingClock{Fake: clock.NewFake(epoch), moved: make(chan struct{})}
+	ev := newEventLog()
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	c := r.client(t, redlock.WithClock(clk), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt))
+	ctx := t.Context()
+	ttl := 30 * nt
+	l, err := c.TryLock(ctx, "k", ttl, redlock.AutoExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clk.BlockUntilContext(ctx, 1); err != nil { // armed for k's extension
+		t.Fatal(err)
+	}
+	// A hold due earlier (a shorter TTL) makes the scheduler re-arm; the
+	// clock moves past k's extension, and short's validity, just before it
+	// does.
+	clk.step.Store(int64(ttl / 2))
+	short, err := c.TryLock(ctx, "short", ttl/3, redlock.AutoExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = short.Unlock(ctx) }()
+	select {
+	case <-clk.moved:
+	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
+		t.Fatal("the scheduler armed no timer after the new head: the test shows nothing")
+	}
+	// No further Advance: what is due now must be handled now.
+	ev.await(t, time.Now().Add(20*nt), "extended", isKindOf("extended", "k"))
+	if got := l.Until(); !got.After(epoch.Add(ttl / 2)) {
+		t.Fatalf("k's Until %v: not extended from the clock's time %v", got, clk.Now())
+	}
 }

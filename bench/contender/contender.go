@@ -19,6 +19,7 @@ import (
 // Library names.
 const (
 	Fencedlock      = "fencedlock"
+	FencedlockAcks  = "fencedlock-acks"
 	Redsync         = "redsync"
 	RedsyncFailFast = "redsync-failfast"
 	Redislock       = "redislock"
@@ -27,7 +28,7 @@ const (
 
 // Names lists every library New knows, in report order.
 func Names() []string {
-	return []string{Fencedlock, Redsync, RedsyncFailFast, Redislock, Raw}
+	return []string{Fencedlock, FencedlockAcks, Redsync, RedsyncFailFast, Redislock, Raw}
 }
 
 // ErrNoWait is returned by Session.Lock of a library that has no blocking
@@ -95,7 +96,9 @@ type Session interface {
 }
 
 // New returns library name on the nodes at addrs, with its own go-redis
-// clients (one per node; redislock uses only the first node).
+// clients (one per node; redislock uses only the first node). The nodes of
+// fencedlock-acks must each have a replica attached: without one, every
+// acquire fails.
 func New(name string, addrs []string, cfg Config) (Locker, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("contender: no nodes")
@@ -109,7 +112,9 @@ func New(name string, addrs []string, cfg Config) (Locker, error) {
 	)
 	switch name {
 	case Fencedlock:
-		l, err = newFencedlock(clients, cfg)
+		l, err = newFencedlock(Fencedlock, clients, cfg, 0)
+	case FencedlockAcks:
+		l, err = newFencedlock(FencedlockAcks, clients, cfg, replicaAcks)
 	case Redsync:
 		l = newRedsync(Redsync, clients, cfg, false)
 	case RedsyncFailFast:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/bench/contender"
 	"github.com/fencedlock/fencedlock/internal/redistest"
+	"github.com/fencedlock/fencedlock/redlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -81,8 +84,35 @@ func TestRawUsesFencedlocksCounter(t *testing.T) {
 	}
 }
 
+// replicated starts 5 nodes with a replica each, caught up, and returns
+// the nodes' addresses: fencedlock-acks needs them, the others do not mind.
+func replicated(t *testing.T) []string {
+	t.Helper()
+	// Without the delay a primary's first sync starts at once, instead of
+	// waiting 5s for more replicas to share it.
+	procs := redistest.StartN(t, 5, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	var as []string
+	for _, p := range procs {
+		r := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(p.Port())))
+		rc := redistest.Client(t, r)
+		deadline := time.Now().Add(10 * time.Second) // as long as a node may take to start (redisproc)
+		for {
+			info, err := rc.Info(t.Context(), "replication").Result()
+			if err == nil && strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica of %s not synced: %v\n%s", p.Addr(), err, info)
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition, bounded by deadline
+		}
+		as = append(as, p.Addr())
+	}
+	return as
+}
+
 func TestEveryLibraryLocksAndUnlocks(t *testing.T) {
-	as := addrs(t)
+	as := replicated(t)
 	for _, lib := range contender.Names() {
 		t.Run(lib, func(t *testing.T) {
 			ctx := t.Context()
@@ -121,6 +151,58 @@ func TestEveryLibraryLocksAndUnlocks(t *testing.T) {
 			}
 			if err := b.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock after Lock: %v", err)
+			}
+		})
+	}
+}
+
+// fencedlock-acks counts a node's grant only once WAIT reported its replica:
+// with replicas, a TryLock's WAIT replies report at least a quorum of them;
+// without, WAITs go out, report none, and no TryLock succeeds. fencedlock
+// sends no WAIT.
+func TestFencedlockAcksWaitsForReplicas(t *testing.T) {
+	const quorum = 3 // of 5 nodes
+	for _, tc := range []struct {
+		name     string
+		nodes    func(*testing.T) []string
+		lib      string
+		acquires bool
+		waits    bool
+	}{
+		{"replicas", replicated, contender.FencedlockAcks, true, true},
+		{"no replicas", addrs, contender.FencedlockAcks, false, true},
+		{"without the option", replicated, contender.Fencedlock, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			l, err := contender.New(tc.lib, tc.nodes(t), contender.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			s := l.Session("acks")
+			err = s.TryLock(ctx)
+			switch {
+			case tc.acquires && err != nil:
+				t.Fatalf("TryLock: %v", err)
+			case !tc.acquires && !errors.Is(err, redlock.ErrNotAcquired):
+				t.Fatalf("TryLock: %v, want ErrNotAcquired", err)
+			case tc.acquires:
+				if err := s.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock: %v", err)
+				}
+			}
+			n := l.Counts()
+			waits := n.Commands["wait"]
+			switch {
+			case !tc.waits && (waits != 0 || n.ReplicaAcks != 0):
+				t.Errorf("%d WAITs reporting %d replicas, want none", waits, n.ReplicaAcks)
+			case tc.waits && waits < quorum:
+				t.Errorf("%d WAITs, want at least %d", waits, quorum)
+			case tc.waits && tc.acquires && n.ReplicaAcks < quorum:
+				t.Errorf("WAITs reported %d replicas, want at least %d", n.ReplicaAcks, quorum)
+			case tc.waits && !tc.acquires && n.ReplicaAcks != 0:
+				t.Errorf("WAITs reported %d replicas of nodes that have none", n.ReplicaAcks)
 			}
 		})
 	}

@@ -13,13 +13,22 @@ import (
 // when that is set; everything else default — blocking Lock waits with ExponentialBackoff(4ms,
 // 128ms), never past the holder's PTTL, woken early by releases (pub/sub and
 // a local first-come queue).
+//
+// fencedlock-acks is the same with WithReplicaAcks(replicaAcks): a node's
+// acquire, extend or raise counts only once WAIT on the same connection
+// reports that many replicas have it.
 type fencedlock struct {
+	name    string
 	c       *redlock.Client
 	clients []*redis.Client
 	cfg     Config
 }
 
-func newFencedlock(clients []*redis.Client, cfg Config) (*fencedlock, error) {
+// replicaAcks is what fencedlock-acks asks of each node: one replica, the
+// one the replicas scenario attaches to every node.
+const replicaAcks = 1
+
+func newFencedlock(name string, clients []*redis.Client, cfg Config, acks int) (*fencedlock, error) {
 	nodes := make([]redis.UniversalClient, len(clients))
 	for i, c := range clients {
 		nodes[i] = c
@@ -28,14 +37,17 @@ func newFencedlock(clients []*redis.Client, cfg Config) (*fencedlock, error) {
 	if cfg.NodeTimeout > 0 {
 		opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
 	}
+	if acks > 0 {
+		opts = append(opts, redlock.WithReplicaAcks(acks))
+	}
 	c, err := redlock.New(nodes, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &fencedlock{c: c, clients: clients, cfg: cfg}, nil
+	return &fencedlock{name: name, c: c, clients: clients, cfg: cfg}, nil
 }
 
-func (f *fencedlock) Name() string { return Fencedlock }
+func (f *fencedlock) Name() string { return f.name }
 
 func (f *fencedlock) Session(key string) Session { return &fencedSession{f: f, key: key} }
 

@@ -7,9 +7,10 @@
 //
 // Without --nodes it starts 5 local redis-server processes on free loopback
 // ports (redis-server must be on PATH) and stops them at the end; the paused
-// scenario needs those, since it stops one with SIGSTOP, and so does the
+// scenario needs those, since it stops one with SIGSTOP, and so do the
 // multiclient scenario's second phase, which kills one (and restarts it
-// after). Exit status: 0 when
+// after), and the opt-in replicas scenario, which attaches a replica to
+// each (see replicas.go). Exit status: 0 when
 // the run completed (whether or not the targets were met), 1 when it failed,
 // 2 on bad usage.
 package main
@@ -78,14 +79,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	nodes := fs.String("nodes", "", "comma-separated host:port of the Redis nodes (default: start 5 local redis-server processes)")
-	scenarios := fs.String("scenarios", strings.Join(allScenarios(), ","), "scenarios to run")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios(), ","),
+		"scenarios to run (also, only when named: "+strings.Join(optInScenarios(), ",")+")")
 	libs := fs.String("libs", strings.Join([]string{contender.Fencedlock, contender.Redsync, contender.Redislock, contender.Raw}, ","),
-		"libraries to compare (also: "+contender.RedsyncFailFast+", which the paused scenario adds whenever redsync runs)")
-	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per library per scenario (per phase in paused and multiclient)")
+		"libraries to compare (also: "+contender.RedsyncFailFast+", which the paused scenario adds whenever redsync runs,\n"+
+			"and "+contender.FencedlockAcks+", replicas scenario only, which it adds whenever fencedlock runs)")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time per library per scenario (per phase in paused, multiclient and replicas)")
 	fs.DurationVar(&o.warmup, "warmup", 200*time.Millisecond, "unmeasured warm-up per library per scenario (dials, script loads)")
-	fs.IntVar(&o.rounds, "rounds", 2, "serial, parallel, onekey, multiclient (each phase): split --duration into this many rounds, the libraries taking turns")
+	fs.IntVar(&o.rounds, "rounds", 2, "serial, parallel, onekey, multiclient and replicas (each phase): split --duration into this many rounds, the libraries taking turns")
 	fs.Int64Var(&o.ops, "ops", 0, "stop a measurement after this many operations, if before --duration (0: no limit)")
-	fs.IntVar(&o.goroutines, "goroutines", 64, "parallel scenario: goroutines, each on its own key")
+	fs.IntVar(&o.goroutines, "goroutines", 64, "parallel scenario and replicas-parallel: goroutines, each on its own key")
 	fs.IntVar(&o.waiters, "waiters", 16, "onekey scenario: goroutines contending for one key")
 	fs.IntVar(&o.clients, "clients", 8, "multiclient scenario: separate instances of each library (own go-redis clients, as separate processes)")
 	fs.IntVar(&o.clientGoroutines, "client-goroutines", 2, "multiclient scenario: goroutines per instance, all on one key")

@@ -84,12 +84,12 @@ func TestShortRun(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Ratios) != 13 { // 2 of them multiclient-defaults'
-		t.Errorf("%d ratios, want 13", len(rep.Ratios))
+	if len(rep.Ratios) != 15 { // 2 of them multiclient-defaults', 2 replicas'
+		t.Errorf("%d ratios, want 15", len(rep.Ratios))
 	}
 	for _, r := range rep.Ratios {
 		switch {
-		case strings.HasPrefix(r.Name, scMultiClient): // not run here
+		case strings.HasPrefix(r.Name, scMultiClient), strings.HasPrefix(r.Name, scReplicas): // not run here
 			if r.Value != nil || r.Status != "n/a" {
 				t.Errorf("ratio %q of a scenario not run: value %v status %q", r.Name, r.Value, r.Status)
 			}

@@ -27,9 +27,6 @@ import (
 
 const scManyHolds = "manyholds"
 
-// optInScenarios run only when --scenarios names them: they take long.
-func optInScenarios() []string { return []string{scManyHolds} }
-
 // ManyHolds is one count of the manyholds scenario.
 type ManyHolds struct {
 	Holds           int     `json:"holds"`

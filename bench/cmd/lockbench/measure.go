@@ -183,6 +183,7 @@ func (r *phaseResult) add(o phaseResult) {
 		r.sent.Commands = map[string]int64{}
 	}
 	r.sent.Trips += o.sent.Trips
+	r.sent.ReplicaAcks += o.sent.ReplicaAcks
 	for k, v := range o.sent.Commands {
 		r.sent.Commands[k] += v
 	}

@@ -54,12 +54,13 @@ type Settings struct {
 	RedsyncFactor    float64  `json:"redsync_paused_timeout_factor"`
 }
 
-// Ratio is one target of the performance issue, measured side by side.
+// Ratio is one target of the performance issue, or a cost with no target,
+// measured side by side.
 type Ratio struct {
 	Name   string   `json:"name"`
-	Value  *float64 `json:"value"` // null when a side was not measured
-	Target string   `json:"target"`
-	Status string   `json:"status"` // "met", "MISSED" or "n/a"
+	Value  *float64 `json:"value"`  // null when a side was not measured
+	Target string   `json:"target"` // "" when there is none
+	Status string   `json:"status"` // "met", "MISSED", "measured" (no target) or "n/a"
 	Note   string   `json:"note,omitempty"`
 }
 
@@ -83,22 +84,35 @@ func (rep *Report) computeRatios() {
 	p99 := func(r *Result) float64 { return r.P99Ms }
 	rate := func(r *Result) float64 { return r.OpsPerSec }
 	allocs := func(r *Result) float64 { return r.AllocsPerOp }
+	value := func(num, den side) *float64 {
+		a, b := rep.find(num.sc, num.lib), rep.find(den.sc, den.lib)
+		if a == nil || b == nil || a.Ops == 0 || b.Ops == 0 || den.val(b) <= 0 {
+			return nil
+		}
+		v := num.val(a) / den.val(b)
+		return &v
+	}
 	add := func(name string, num, den side, atMost bool, target float64, note string) {
-		ratio := Ratio{Name: name, Status: "n/a", Note: note}
+		ratio := Ratio{Name: name, Status: "n/a", Note: note, Value: value(num, den)}
 		if atMost {
 			ratio.Target = fmt.Sprintf("≤ %g", target)
 		} else {
 			ratio.Target = fmt.Sprintf("≥ %g", target)
 		}
-		a, b := rep.find(num.sc, num.lib), rep.find(den.sc, den.lib)
-		if a != nil && b != nil && a.Ops > 0 && b.Ops > 0 && den.val(b) > 0 {
-			v := num.val(a) / den.val(b)
-			ratio.Value = &v
-			if (atMost && v <= target) || (!atMost && v >= target) {
+		if v := ratio.Value; v != nil {
+			if (atMost && *v <= target) || (!atMost && *v >= target) {
 				ratio.Status = "met"
 			} else {
 				ratio.Status = "MISSED"
 			}
+		}
+		rep.Ratios = append(rep.Ratios, ratio)
+	}
+	// measured adds a ratio that has no target: a cost to know, not to meet.
+	measured := func(name string, num, den side, note string) {
+		ratio := Ratio{Name: name, Status: "n/a", Note: note, Value: value(num, den)}
+		if ratio.Value != nil {
+			ratio.Status = "measured"
 		}
 		rep.Ratios = append(rep.Ratios, ratio)
 	}
@@ -126,6 +140,11 @@ func (rep *Report) computeRatios() {
 		"each library's default node timeout (TTL/20); healthy = multiclient-defaults: same clients, all nodes up")
 	add("multiclient-defaults-down acq/s: fencedlock / redsync", side{scMultiClientDefaultsDown, fl, rate},
 		side{scMultiClientDefaultsDown, rs, rate}, false, 1, rep.waitNote(scMultiClientDefaultsDown))
+	const acks = contender.FencedlockAcks
+	measured("replicas p50: fencedlock-acks / fencedlock", side{scReplicas, acks, p50}, side{scReplicas, fl, p50},
+		"one replica per node; serial TryLock+Unlock, the acquire waits for WAIT 1")
+	measured("replicas parallel ops/s: fencedlock-acks / fencedlock", side{scReplicasParallel, acks, rate},
+		side{scReplicasParallel, fl, rate}, "one replica per node; goroutines on distinct keys")
 }
 
 // waitNote compares fencedlock's and redsync's longest waits in sc, and the
@@ -152,15 +171,19 @@ func (rep *Report) printTable(w io.Writer) {
 	rep.printFairness(w, scOneKey, scOneKey)
 	rep.printFairness(w, scMultiClient, scMultiClient, scMultiClientDown)
 	rep.printFairness(w, scMultiClientDefaults, scMultiClientDefaults, scMultiClientDefaultsDown)
+	rep.printReplicaAcks(w)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tstatus\tnote")
 	for _, r := range rep.Ratios {
-		v := "-"
+		v, target := "-", r.Target
 		if r.Value != nil {
 			v = fmt.Sprintf("%.2f", *r.Value)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, v, r.Target, r.Status, r.Note)
+		if target == "" {
+			target = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, v, target, r.Status, r.Note)
 	}
 	tw.Flush()
 	rep.printManyHolds(w)

@@ -6,8 +6,9 @@ import (
 )
 
 // Result is one library in one scenario. Latencies are acquire+release for
-// serial, parallel and paused, and the wait from the Lock call to the
-// acquisition for onekey, multiclient and multiclient-down.
+// serial, parallel, paused, replicas and replicas-parallel, and the wait
+// from the Lock call to the acquisition for onekey, multiclient and
+// multiclient-down.
 type Result struct {
 	Scenario    string  `json:"scenario"`
 	Library     string  `json:"library"`
@@ -27,6 +28,9 @@ type Result struct {
 	CmdsPerOp  float64            `json:"cmds_per_op"`
 	TripsPerOp float64            `json:"round_trips_per_op"`
 	Commands   map[string]float64 `json:"commands_per_op,omitempty"`
+	// The replicas that the library's WAIT replies reported, summed, per
+	// operation (fencedlock-acks; "wait" in Commands counts the WAITs).
+	ReplicaAcksPerOp float64 `json:"replica_acks_per_op,omitempty"`
 	// onekey, multiclient and multiclient-down only
 	PerGoroutineMin *int64       `json:"per_goroutine_min,omitempty"`
 	PerGoroutineMax *int64       `json:"per_goroutine_max,omitempty"`
@@ -69,6 +73,7 @@ func newResult(sc, lib string, pr phaseResult, clients int) *Result {
 		r.BytesPerOp = float64(pr.bytes) / float64(pr.ops)
 		r.CmdsPerOp = float64(pr.sent.Total()) / float64(pr.ops)
 		r.TripsPerOp = float64(pr.sent.Trips) / float64(pr.ops)
+		r.ReplicaAcksPerOp = float64(pr.sent.ReplicaAcks) / float64(pr.ops)
 		r.Commands = map[string]float64{}
 		for k, v := range pr.sent.Commands {
 			r.Commands[k] = float64(v) / float64(pr.ops)

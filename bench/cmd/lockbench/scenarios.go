@@ -19,6 +19,8 @@ import (
 // The multiclient scenario yields two too: multiclient (all nodes up) and
 // multiclient-down (one node killed), with the same clients; and so does
 // multiclient-defaults, the same with each library's default node timeout.
+// The replicas scenario (replicas.go) yields replicas (serial) and
+// replicas-parallel.
 const (
 	scSerial          = "serial"
 	scParallel        = "parallel"
@@ -35,6 +37,10 @@ const (
 func allScenarios() []string {
 	return []string{scSerial, scParallel, scOneKey, scPaused, scMultiClient, scMultiClientDefaults}
 }
+
+// optInScenarios run only when --scenarios names them: manyholds takes
+// long, replicas is about one option (see each one's file).
+func optInScenarios() []string { return []string{scManyHolds, scReplicas} }
 
 // multiClientScenario reports whether sc is one of the multiclient
 // scenarios (see multiclient.go), which differ only in their node timeout.
@@ -85,6 +91,12 @@ func (e *env) libsFor(sc string) []string {
 			// The variant that does not wait for every node is what this
 			// scenario is about: run it whenever redsync runs.
 			selected = selected || slices.Contains(e.opts.libs, contender.Redsync)
+		case !replicaScenario(sc) && l == contender.FencedlockAcks: // no replicas: every acquire would fail
+			continue
+		case l == contender.FencedlockAcks:
+			// What the replicas scenario is about: run it whenever
+			// fencedlock runs.
+			selected = selected || slices.Contains(e.opts.libs, contender.Fencedlock)
 		}
 		if selected {
 			libs = append(libs, l)
@@ -118,6 +130,8 @@ func (e *env) runScenario(ctx context.Context, sc string) ([]*Result, error) {
 		}
 	case scMultiClient, scMultiClientDefaults:
 		out, err = e.runMultiClient(ctx, sc)
+	case scReplicas:
+		out, err = e.runReplicas(ctx)
 	default:
 		out, err = e.runRounds(ctx, sc)
 	}
@@ -146,6 +160,7 @@ func (c *contestant) counts() contender.Counts {
 	for _, l := range c.ls {
 		n := l.Counts()
 		sum.Trips += n.Trips
+		sum.ReplicaAcks += n.ReplicaAcks
 		for k, v := range n.Commands {
 			sum.Commands[k] += v
 		}
@@ -165,7 +180,7 @@ func (c *contestant) close() error {
 // each, and their loop.
 func (e *env) shape(sc string) (instances, perInstance int, body loop) {
 	switch sc {
-	case scParallel:
+	case scParallel, scReplicasParallel:
 		return 1, e.opts.goroutines, acquireRelease
 	case scOneKey:
 		return 1, e.opts.waiters, contended(e.opts.hold)
@@ -201,7 +216,7 @@ func (e *env) openSessions(c *contestant, sc, phase string) {
 	c.acc = phaseResult{}
 	for g := range c.workers {
 		key := "lockbench:" + phase + ":" + c.lib
-		if sc == scParallel {
+		if sc == scParallel || sc == scReplicasParallel {
 			key += ":" + strconv.Itoa(g)
 		}
 		c.workers[g] = &worker{s: c.ls[g/per].Session(key)}

@@ -1,13 +1,14 @@
 package report
 
 import (
-	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,62 +20,73 @@ import (
 //go:embed timeline.html
 var timelineHTML string
 
+//go:embed timeline.css
+var timelineCSS string
+
+//go:embed timeline.js
+var timelineJS string
+
 var timelineTemplate = template.Must(template.New("timeline").Funcs(template.FuncMap{
-	"px": func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"px": func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"ms": func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) },
 }).Parse(timelineHTML))
 
-// Layout of the timeline, in CSS pixels.
+// Layout of the timeline, in CSS pixels. Times are drawn in milliseconds:
+// the page's script maps them onto the window's width, for the span in view.
 const (
-	axisH        = 26.0   // the time axis at the top
-	nodeH        = 16.0   // one row per node, for its faults
-	laneH        = 26.0   // one lane per client
-	barH         = 18.0   // a hold inside a lane
-	sepH         = 10.0   // between node rows and client lanes
-	labelW       = 96.0   // the lane labels, outside the scrolling plot
-	minPlotW     = 1280.0 // the plot is at least this wide...
-	maxPlotW     = 40000.0
-	pxPerMs      = 0.15 // ...and at least this many pixels per millisecond...
-	medianHoldPx = 16.0 // ...and wide enough for a median hold to show a two-digit token
-	charW        = 6.5  // width of a label character, for deciding to show it
-	maxLinks     = 20   // violations listed above the chart
+	axisH    = 26.0 // the time axis at the top
+	nodeH    = 16.0 // one row per node, for its faults
+	laneH    = 26.0 // one lane per client
+	barH     = 18.0 // a hold inside a lane
+	sepH     = 10.0 // between node rows, client lanes and charts
+	chartH   = 56.0 // one chart over time
+	labelW   = 150.0
+	overH    = 44.0 // the overview strip
+	maxLinks = 20   // incidents listed above the chart
+	// fitW is the width the charts' buckets are sized for, about a window's;
+	// a bucket is at least barPx of it.
+	fitW  = 1200.0
+	barPx = 8.0
 )
 
 // shape is a rectangle (or, for marks, a circle at X, Y) of the timeline,
-// with a tooltip and an optional label and anchor.
+// with a tooltip. X and W are in milliseconds, Y and H in pixels.
 type shape struct {
 	ID         string
 	X, Y, W, H float64
 	Class      string
 	Title      string
-	Label      string
-	LabelClass string
-	LX, LY     float64 // where the label starts
-}
-
-type tick struct {
-	X     float64
-	Label string
+	Label      string // drawn by the script when the shape is wide enough
 }
 
 type row struct {
 	Y     float64
 	Label string
+	Class string
 }
 
-// link points from the list above the chart to a violation's shape.
+// link points from the list above the chart to an incident's first
+// violation, and to the span the incident covers.
 type link struct {
 	ID, Class, Text string
+	Reason, Title   string
+	T0, T1          float64 // ms
 }
+
+// keyInfo is a lock key and its colour class.
+type keyInfo struct{ Name, Class, Letter string }
 
 // timeline is what the HTML template draws.
 type timeline struct {
 	Report     Report
 	Summary    string
-	PlotW      float64
+	Verdict    string
+	EndMs      float64
 	LabelW     float64
 	Height     float64
-	Ticks      []tick
+	OverH      float64
 	Rows       []row
+	Keys       []keyInfo
 	Links      []link
 	MoreLinks  int
 	Bands      []shape // faults
@@ -82,24 +94,30 @@ type timeline struct {
 	Holds      []shape
 	Overruns   []shape // the part of a hold after the client should have stopped
 	Marks      []shape // writes: stale accepted, lost, stale rejected
+	Charts     []shape // acquisitions per second, latency p50 and p99
+	OverBands  []shape // the overview: one band per fault...
+	OverMarks  []shape // ...and a mark per violation
+	CSS        template.CSS
+	JS         template.JS
 }
 
-// WriteHTML writes a self-contained HTML page with the run's timeline:
-// clients as lanes, holds as bars labelled with their tokens, faults as
-// shaded bands, violations in red (expected ones in orange), and a header
-// with the summary and verdict. Wide runs scroll sideways.
+// WriteHTML writes a self-contained HTML page (inline CSS, script and SVG)
+// with the run's timeline: an overview strip of the whole run, where a
+// click or a drag picks the span the detailed timeline shows; clients as
+// lanes, holds as bars coloured by key and labelled with their tokens,
+// faults as shaded bands, violations in red (expected ones in orange);
+// charts of acquisitions per second and acquire latency; and a header with
+// the summary, the verdict and the violations grouped by incident.
 func WriteHTML(w io.Writer, run Run) error {
 	return timelineTemplate.Execute(w, layout(run.checked()))
 }
 
 // frame maps times and rows onto the picture.
 type frame struct {
-	end      time.Duration
-	plotW    float64
 	lanesTop float64
 }
 
-func (f frame) x(d time.Duration) float64 { return float64(d) / float64(f.end) * f.plotW }
+func (f frame) x(d time.Duration) float64 { return ms(d) }
 func (f frame) nodeY(n int) float64       { return axisH + float64(n)*nodeH }
 func (f frame) laneY(c int) float64       { return f.lanesTop + float64(c)*laneH }
 
@@ -107,10 +125,12 @@ func layout(run Run) timeline {
 	rep := New(run)
 	var sum strings.Builder
 	rep.WriteText(&sum)
+	verdict, _, _ := strings.Cut(sum.String(), "\n")
 	res, h := run.Result, run.History
 
 	nodes, clients := rep.Nodes, run.Clients
-	for _, f := range append(slices.Clone(res.Faults), res.FailedFaults...) {
+	faults := append(slices.Clone(res.Faults), res.FailedFaults...)
+	for _, f := range faults {
 		if f.Kind.ClientSide() {
 			clients = max(clients, f.Client+1)
 		} else {
@@ -123,26 +143,67 @@ func layout(run Run) timeline {
 		}
 	}
 	end := max(h.End, time.Millisecond)
-	fr := frame{end: end, lanesTop: axisH + float64(nodes)*nodeH + sepH,
-		plotW: min(maxPlotW, max(minPlotW, ms(end)*pxPerMs, medianHoldPx*float64(end)/float64(medianHold(res.Spans))))}
-	t := timeline{Report: rep, Summary: sum.String(), PlotW: fr.plotW, LabelW: labelW,
-		Height: fr.laneY(clients) + 4, Ticks: ticks(end, fr.x)}
+	fr := frame{lanesTop: axisH + float64(nodes)*nodeH + sepH}
+	chartsTop := fr.laneY(clients) + sepH
+	t := timeline{Report: rep, Summary: sum.String(), Verdict: verdict, EndMs: ms(end), LabelW: labelW,
+		Height: chartsTop + 2*chartH + sepH, OverH: overH, CSS: template.CSS(timelineCSS), JS: template.JS(timelineJS)}
 	for n := range nodes {
-		t.Rows = append(t.Rows, row{fr.nodeY(n) + nodeH - 4, fmt.Sprintf("node %d", n)})
+		t.Rows = append(t.Rows, row{Y: fr.nodeY(n) + nodeH - 4, Label: fmt.Sprintf("node %d", n)})
 	}
 	for c := range clients {
-		t.Rows = append(t.Rows, row{fr.laneY(c) + laneH/2 + 4, h.ClientName(c)})
+		t.Rows = append(t.Rows, row{Y: fr.laneY(c) + laneH/2 + 4, Label: h.ClientName(c)})
 	}
-	t.Bands = faultShapes(fr, append(slices.Clone(res.Faults), res.FailedFaults...), float64(clients)*laneH)
-	bad := t.addViolations(fr, h, res.Violations)
+	t.Bands = faultShapes(fr, faults, chartsTop+2*chartH-fr.lanesTop)
+	bad := t.addViolations(fr, h, res.Violations, rep.Incidents)
 	for _, op := range h.Ops {
 		if op.Kind == history.KindWrite && op.Outcome == history.Rejected {
 			t.Marks = append(t.Marks, shape{X: fr.x(op.Invoke), Y: fr.laneY(op.Client) + laneH/2, Class: "mark rejected",
 				Title: fmt.Sprintf("write %d with token %d rejected as stale at %s", op.ID, op.Token, at(op.Invoke))})
 		}
 	}
-	t.Holds, t.Overruns = holdShapes(fr, h, res.Spans, bad)
+	keys := keyClasses(res.Spans)
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		t.Keys = append(t.Keys, keys[k])
+	}
+	t.Holds, t.Overruns = holdShapes(fr, h, res.Spans, bad, keys)
+	t.addCharts(h, end, chartsTop)
+	t.addOverview(faults, res.Violations)
 	return t
+}
+
+// keyClasses gives each lock key of spans a colour class and, when there
+// are several keys, a letter that prefixes its tokens.
+func keyClasses(spans []checker.Span) map[string]keyInfo {
+	keys := map[string]keyInfo{}
+	for _, s := range spans {
+		keys[s.Key] = keyInfo{}
+	}
+	for i, k := range slices.Sorted(maps.Keys(keys)) {
+		ki := keyInfo{Name: k, Class: fmt.Sprintf("k%d", i%keyColours)}
+		if len(keys) > 1 {
+			ki.Letter = string(rune('A' + i%26))
+		}
+		keys[k] = ki
+	}
+	return keys
+}
+
+// keyColours is how many key colours the stylesheet has (.k0 to .k5).
+const keyColours = 6
+
+// addOverview draws the whole run: a band per fault, a mark per violation.
+func (t *timeline) addOverview(faults []checker.FaultSpan, vs []checker.Violation) {
+	for _, f := range faults {
+		class := "oband " + faultClass(f.Kind)
+		if f.Err != "" {
+			class += " failed"
+		}
+		t.OverBands = append(t.OverBands, shape{X: ms(f.Start), W: ms(f.End - f.Start), Class: class,
+			Title: fmt.Sprintf("%s on %s, %s to %s", f.Kind, f.Target(), at(f.Start), at(f.End))})
+	}
+	for _, v := range vs {
+		t.OverMarks = append(t.OverMarks, shape{X: ms(v.Start), W: ms(v.End - v.Start), Class: "omark " + violationClass(v)})
+	}
 }
 
 // faultShapes draws node faults in their node's row and as a band over all
@@ -150,7 +211,7 @@ func layout(run Run) timeline {
 func faultShapes(fr frame, faults []checker.FaultSpan, lanesH float64) []shape {
 	var bands []shape
 	for _, f := range faults {
-		w := max(fr.x(f.End)-fr.x(f.Start), 2)
+		w := fr.x(f.End) - fr.x(f.Start)
 		title := fmt.Sprintf("%s on %s, %s to %s", f.Kind, f.Target(), at(f.Start), at(f.End))
 		if f.Open {
 			title += " (never ended)"
@@ -161,24 +222,23 @@ func faultShapes(fr frame, faults []checker.FaultSpan, lanesH float64) []shape {
 			class += " failed"
 		}
 		if f.Kind.ClientSide() {
-			b := labelled(shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: laneH,
-				Class: "band " + class, Title: title, LabelClass: "bandlabel"}, string(f.Kind))
-			b.LY = b.Y + 10 // at the top, drawn over the holds
-			bands = append(bands, b)
+			bands = append(bands, shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: laneH,
+				Class: "band " + class, Title: title, Label: string(f.Kind)})
 			continue
 		}
 		bands = append(bands,
-			labelled(shape{X: fr.x(f.Start), Y: fr.nodeY(f.Node), W: w, H: nodeH - 2,
-				Class: "fault " + class, Title: title, LabelClass: "faultlabel"}, string(f.Kind)),
+			shape{X: fr.x(f.Start), Y: fr.nodeY(f.Node), W: w, H: nodeH - 2,
+				Class: "fault " + class, Title: title, Label: string(f.Kind)},
 			shape{X: fr.x(f.Start), Y: fr.lanesTop, W: w, H: lanesH, Class: "band " + class, Title: title})
 	}
 	return bands
 }
 
-// addViolations draws each violation with an anchor, lists the first ones
+// addViolations draws each violation with an anchor, lists the incidents
 // (unexpected first), and returns the class of each hold involved in one.
-func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Violation) map[int]string {
+func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Violation, ins []Incident) map[int]string {
 	bad := map[int]string{} // acquire op ID -> "bad" or "expected"
+	width := func(v checker.Violation) float64 { return fr.x(v.End) - fr.x(v.Start) }
 	for i, v := range vs {
 		id, class := fmt.Sprintf("v%d", i+1), violationClass(v)
 		switch v.Property {
@@ -195,96 +255,123 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
 			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
-				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: kind + class, Title: v.Detail})
+				W: width(v), H: bottom - top, Class: kind + class, Title: v.Detail})
 		case checker.LivenessStall: // the gap between successes, over every lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.lanesTop,
-				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: t.Height - 4 - fr.lanesTop, Class: "box " + class, Title: v.Detail})
+				W: width(v), H: t.Height - 2*chartH - 2*sepH - fr.lanesTop, Class: "box " + class, Title: v.Detail})
 		case checker.SlowHandover: // the median handover, over the lanes of its releaser and its acquirer
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
 			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
-				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: bottom - top, Class: "box " + class, Title: v.Detail})
+				W: width(v), H: bottom - top, Class: "box " + class, Title: v.Detail})
 		case checker.LivenessStarvation: // the wait, over the starved client's lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.laneY(v.Clients[0]),
-				W: max(fr.x(v.End)-fr.x(v.Start), 2), H: laneH, Class: "box " + class, Title: v.Detail})
+				W: width(v), H: laneH, Class: "box " + class, Title: v.Detail})
 		case checker.StaleWritesAccepted, checker.LostWrites:
 			w := h.Ops[v.Ops[len(v.Ops)-1]-1]
 			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + laneH/2,
 				Class: "mark " + class, Title: v.Detail})
 		}
-		tag := "unexpected"
-		if v.Expected {
-			tag = "expected"
-		}
-		t.Links = append(t.Links, link{ID: id, Class: class,
-			Text: fmt.Sprintf("%s %s at %s: %s", tag, v.Property, at(v.Start), v.Detail)})
 	}
-	slices.SortStableFunc(t.Links, func(a, b link) int { return cmp.Compare(a.Class, b.Class) }) // "bad" first
+	for _, in := range ins {
+		tag, class := "unexpected", "bad"
+		if in.Expected {
+			tag, class = "expected", "expected"
+		}
+		n := ""
+		if in.Violations > 1 {
+			n = fmt.Sprintf(" \u00d7%d", in.Violations)
+		}
+		t.Links = append(t.Links, link{ID: fmt.Sprintf("v%d", in.first+1), Class: class, T0: in.StartMs, T1: in.EndMs,
+			Text: fmt.Sprintf("%s %s%s at %s", tag, in.Property, n, msText(in.StartMs)), Reason: in.Reason, Title: in.Detail})
+	}
 	if len(t.Links) > maxLinks {
 		t.Links, t.MoreLinks = t.Links[:maxLinks], len(t.Links)-maxLinks
 	}
 	return bad
 }
 
-// holdShapes draws each hold as a bar labelled with its token (when it
-// fits), with the part a write overran hatched.
-func holdShapes(fr frame, h history.History, spans []checker.Span, bad map[int]string) (holds, overruns []shape) {
+// holdShapes draws each hold as a bar in its key's colour, labelled with
+// its token (the key's letter first when there are several keys), with the
+// part a write overran hatched.
+func holdShapes(fr frame, h history.History, spans []checker.Span, bad map[int]string, keys map[string]keyInfo) (holds, overruns []shape) {
 	for _, s := range spans {
 		y := fr.laneY(s.Client) + (laneH-barH)/2
-		class := "hold"
+		k := keys[s.Key]
+		class := "hold " + k.Class
 		if c, ok := bad[s.Acquire]; ok {
 			class += " " + c
 		}
-		title := fmt.Sprintf("%s, token %d (hold %d, key %s)\n%s to %s, ended by %s",
-			h.ClientName(s.Client), s.Token, s.Acquire, s.Key, at(s.Start), at(s.End), s.EndedBy)
-		holds = append(holds, labelled(shape{X: fr.x(s.Start), Y: y, W: max(fr.x(s.Believed)-fr.x(s.Start), 1), H: barH,
-			Class: class, Title: title}, fmt.Sprint(s.Token)))
+		title := fmt.Sprintf("%s, key %s, token %d (hold %d)\n%s to %s, ended by %s",
+			h.ClientName(s.Client), s.Key, s.Token, s.Acquire, at(s.Start), at(s.End), s.EndedBy)
+		holds = append(holds, shape{X: fr.x(s.Start), Y: y, W: fr.x(s.Believed) - fr.x(s.Start), H: barH,
+			Class: class, Title: title, Label: fmt.Sprint(k.Letter, s.Token)})
 		if s.Overrun {
-			overruns = append(overruns, shape{X: fr.x(s.Believed), Y: y, W: max(fr.x(s.End)-fr.x(s.Believed), 1), H: barH,
+			overruns = append(overruns, shape{X: fr.x(s.Believed), Y: y, W: fr.x(s.End) - fr.x(s.Believed), H: barH,
 				Class: "overrun", Title: title + ": wrote after it should have stopped"})
 		}
 	}
 	return holds, overruns
 }
 
-// medianHold returns the median length of the holds (1ms when there are
-// none, at least 1µs).
-func medianHold(spans []checker.Span) time.Duration {
-	if len(spans) == 0 {
-		return time.Millisecond
-	}
-	ds := make([]time.Duration, len(spans))
-	for i, s := range spans {
-		ds[i] = s.End - s.Start
-	}
-	slices.Sort(ds)
-	return max(ds[len(ds)/2], time.Microsecond)
-}
-
-// labelled sets s's label, near its bottom left, when it fits inside s.
-func labelled(s shape, label string) shape {
-	if float64(len(label))*charW+4 <= s.W {
-		s.Label, s.LX, s.LY = label, s.X+3, s.Y+s.H-4
-	}
-	return s
-}
-
-// ticks returns axis ticks at a round step, at least 100 px apart.
-func ticks(end time.Duration, x func(time.Duration) float64) []tick {
-	minStep := float64(end) * 100 / x(end)
-	step := time.Duration(math.Pow(10, math.Floor(math.Log10(minStep))))
-	for _, m := range []time.Duration{1, 2, 5, 10} {
-		if float64(step*m) >= minStep {
-			step *= m
-			break
+// addCharts draws, below the lanes, acquisitions per second and the p50
+// and p99 latency of the acquires that succeeded, per bucket of time; a
+// bucket is a round span of about barPx wide in a window fitW wide.
+func (t *timeline) addCharts(h history.History, end time.Duration, top float64) {
+	bucket := niceStep(time.Duration(float64(end) * barPx / fitW))
+	n := int(end/bucket) + 1
+	lat := make([][]time.Duration, n)
+	for _, op := range h.Ops {
+		if op.Kind == history.KindAcquire && op.Outcome == history.OK && op.Complete >= 0 {
+			i := min(int(op.Complete/bucket), n-1)
+			lat[i] = append(lat[i], op.Complete-op.Invoke)
 		}
 	}
-	step = max(step, time.Microsecond)
-	var ts []tick
-	for d := time.Duration(0); d <= end; d += step {
-		ts = append(ts, tick{x(d), at(d)})
+	var maxRate float64
+	var maxLat time.Duration
+	for _, ds := range lat {
+		slices.Sort(ds)
+		maxRate = max(maxRate, float64(len(ds))/bucket.Seconds())
+		if len(ds) > 0 {
+			maxLat = max(maxLat, percentile(ds, 99))
+		}
 	}
-	return ts
+	latTop := top + chartH + sepH
+	t.Rows = append(t.Rows,
+		row{Y: top + 12, Label: "acquisitions/s", Class: "chartlabel"},
+		row{Y: top + 26, Label: fmt.Sprintf("max %.0f", maxRate), Class: "chartscale"},
+		row{Y: latTop + 12, Label: "acquire latency", Class: "chartlabel"},
+		row{Y: latTop + 26, Label: "p50 blue, p99 red", Class: "chartscale"},
+		row{Y: latTop + 40, Label: "max " + at(maxLat), Class: "chartscale"})
+	t.Charts = append(t.Charts, shape{X: 0, Y: top + chartH, W: ms(end), H: 1, Class: "chartaxis"},
+		shape{X: 0, Y: latTop + chartH, W: ms(end), H: 1, Class: "chartaxis"})
+	for i, ds := range lat {
+		if len(ds) == 0 {
+			continue
+		}
+		x, w := ms(time.Duration(i)*bucket), ms(bucket)
+		rate := float64(len(ds)) / bucket.Seconds()
+		bh := (chartH - 4) * rate / maxRate
+		t.Charts = append(t.Charts, shape{X: x, Y: top + chartH - bh, W: w, H: bh, Class: "rate",
+			Title: fmt.Sprintf("%s to %s: %.0f acquisitions/s", at(time.Duration(i)*bucket), at(time.Duration(i+1)*bucket), rate)})
+		for _, p := range []int{50, 99} {
+			d := percentile(ds, p)
+			y := latTop + chartH - 2 - (chartH-4)*float64(d)/float64(max(maxLat, 1))
+			t.Charts = append(t.Charts, shape{X: x, Y: y, W: w, H: 2, Class: fmt.Sprintf("p%d", p),
+				Title: fmt.Sprintf("p%d %s over %d acquires from %s", p, at(d), len(ds), at(time.Duration(i)*bucket))})
+		}
+	}
+}
+
+// niceStep rounds d up to 1, 2 or 5 times a power of ten (at least 1µs).
+func niceStep(d time.Duration) time.Duration {
+	step := time.Duration(math.Pow(10, math.Floor(math.Log10(max(float64(d), 1)))))
+	for _, m := range []time.Duration{1, 2, 5, 10} {
+		if step*m >= d {
+			return max(step*m, time.Microsecond)
+		}
+	}
+	return max(step*10, time.Microsecond)
 }
 
 func faultClass(k fault.Kind) string {

@@ -38,6 +38,7 @@ const (
 	nodeH    = 16.0 // one row per node, for its faults
 	laneH    = 26.0 // one lane per client
 	barH     = 18.0 // a hold inside a lane
+	keyBarH  = 14.0 // a hold inside a lane of several keys: one row per key, room for a label
 	sepH     = 10.0 // between node rows, client lanes and charts
 	chartH   = 56.0 // one chart over time
 	labelW   = 150.0
@@ -70,11 +71,14 @@ type row struct {
 type link struct {
 	ID, Class, Text string
 	Reason, Title   string
-	T0, T1          float64 // ms
+	T0, T1, C       float64 // ms: the incident's span, and its first violation's middle
 }
 
 // keyInfo is a lock key and its colour class.
-type keyInfo struct{ Name, Class, Letter string }
+type keyInfo struct {
+	Name, Class, Letter string
+	index               int // in the sorted keys
+}
 
 // timeline is what the HTML template draws.
 type timeline struct {
@@ -86,6 +90,8 @@ type timeline struct {
 	Height     float64
 	OverH      float64
 	Rows       []row
+	Stripes    []row // every other client lane, shaded
+	LaneH      float64
 	Keys       []keyInfo
 	Links      []link
 	MoreLinks  int
@@ -115,11 +121,32 @@ func WriteHTML(w io.Writer, run Run) error {
 // frame maps times and rows onto the picture.
 type frame struct {
 	lanesTop float64
+	laneH    float64 // laneH, or more for a row per key
+	keys     int     // lock keys: with more than one, each has its row in a lane
+}
+
+// newFrame returns the frame of a picture with nodes node rows and holds
+// on keys lock keys.
+func newFrame(nodes, keys int) frame {
+	f := frame{lanesTop: axisH + float64(nodes)*nodeH + sepH, laneH: laneH, keys: keys}
+	if keys > 1 {
+		f.laneH = float64(keys)*(keyBarH+2) + 6
+	}
+	return f
+}
+
+// holdY returns the top and height of a hold of client c on the key of
+// index k.
+func (f frame) holdY(c, k int) (y, h float64) {
+	if f.keys <= 1 {
+		return f.laneY(c) + (f.laneH-barH)/2, barH
+	}
+	return f.laneY(c) + 4 + float64(k)*(keyBarH+2), keyBarH
 }
 
 func (f frame) x(d time.Duration) float64 { return ms(d) }
 func (f frame) nodeY(n int) float64       { return axisH + float64(n)*nodeH }
-func (f frame) laneY(c int) float64       { return f.lanesTop + float64(c)*laneH }
+func (f frame) laneY(c int) float64       { return f.lanesTop + float64(c)*f.laneH }
 
 func layout(run Run) timeline {
 	rep := New(run)
@@ -143,7 +170,8 @@ func layout(run Run) timeline {
 		}
 	}
 	end := max(h.End, time.Millisecond)
-	fr := frame{lanesTop: axisH + float64(nodes)*nodeH + sepH}
+	keys := keyClasses(res.Spans)
+	fr := newFrame(nodes, len(keys))
 	chartsTop := fr.laneY(clients) + sepH
 	t := timeline{Report: rep, Summary: sum.String(), Verdict: verdict, EndMs: ms(end), LabelW: labelW,
 		Height: chartsTop + 2*chartH + sepH, OverH: overH, CSS: template.CSS(timelineCSS), JS: template.JS(timelineJS)}
@@ -151,17 +179,20 @@ func layout(run Run) timeline {
 		t.Rows = append(t.Rows, row{Y: fr.nodeY(n) + nodeH - 4, Label: fmt.Sprintf("node %d", n)})
 	}
 	for c := range clients {
-		t.Rows = append(t.Rows, row{Y: fr.laneY(c) + laneH/2 + 4, Label: h.ClientName(c)})
+		t.Rows = append(t.Rows, row{Y: fr.laneY(c) + fr.laneH/2 + 4, Label: h.ClientName(c)})
+		if c%2 == 1 {
+			t.Stripes = append(t.Stripes, row{Y: fr.laneY(c)})
+		}
 	}
+	t.LaneH = fr.laneH
 	t.Bands = faultShapes(fr, faults, chartsTop+2*chartH-fr.lanesTop)
 	bad := t.addViolations(fr, h, res.Violations, rep.Incidents)
 	for _, op := range h.Ops {
 		if op.Kind == history.KindWrite && op.Outcome == history.Rejected {
-			t.Marks = append(t.Marks, shape{X: fr.x(op.Invoke), Y: fr.laneY(op.Client) + laneH/2, Class: "mark rejected",
+			t.Marks = append(t.Marks, shape{X: fr.x(op.Invoke), Y: fr.laneY(op.Client) + fr.laneH/2, Class: "mark rejected",
 				Title: fmt.Sprintf("write %d with token %d rejected as stale at %s", op.ID, op.Token, at(op.Invoke))})
 		}
 	}
-	keys := keyClasses(res.Spans)
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		t.Keys = append(t.Keys, keys[k])
 	}
@@ -179,7 +210,7 @@ func keyClasses(spans []checker.Span) map[string]keyInfo {
 		keys[s.Key] = keyInfo{}
 	}
 	for i, k := range slices.Sorted(maps.Keys(keys)) {
-		ki := keyInfo{Name: k, Class: fmt.Sprintf("k%d", i%keyColours)}
+		ki := keyInfo{Name: k, Class: fmt.Sprintf("k%d", i%keyColours), index: i}
 		if len(keys) > 1 {
 			ki.Letter = string(rune('A' + i%26))
 		}
@@ -222,7 +253,7 @@ func faultShapes(fr frame, faults []checker.FaultSpan, lanesH float64) []shape {
 			class += " failed"
 		}
 		if f.Kind.ClientSide() {
-			bands = append(bands, shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: laneH,
+			bands = append(bands, shape{X: fr.x(f.Start), Y: fr.laneY(f.Client), W: w, H: fr.laneH,
 				Class: "band " + class, Title: title, Label: string(f.Kind)})
 			continue
 		}
@@ -253,7 +284,7 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 				kind = "box " // from the earlier acquire's return to the later one's
 			}
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
-			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
+			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + fr.laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: width(v), H: bottom - top, Class: kind + class, Title: v.Detail})
 		case checker.LivenessStall: // the gap between successes, over every lane
@@ -261,16 +292,26 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 				W: width(v), H: t.Height - 2*chartH - 2*sepH - fr.lanesTop, Class: "box " + class, Title: v.Detail})
 		case checker.SlowHandover: // the median handover, over the lanes of its releaser and its acquirer
 			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
-			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + laneH
+			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + fr.laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: width(v), H: bottom - top, Class: "box " + class, Title: v.Detail})
 		case checker.LivenessStarvation: // the wait, over the starved client's lane
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: fr.laneY(v.Clients[0]),
-				W: width(v), H: laneH, Class: "box " + class, Title: v.Detail})
+				W: width(v), H: fr.laneH, Class: "box " + class, Title: v.Detail})
 		case checker.StaleWritesAccepted, checker.LostWrites:
 			w := h.Ops[v.Ops[len(v.Ops)-1]-1]
-			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + laneH/2,
+			t.Marks = append(t.Marks, shape{ID: id, X: fr.x(w.Invoke), Y: fr.laneY(w.Client) + fr.laneH/2,
 				Class: "mark " + class, Title: v.Detail})
+		}
+	}
+	// Each link goes to its violation's shape: a mark is a moment.
+	span := map[string][2]float64{}
+	for _, v := range t.Violations {
+		span[v.ID] = [2]float64{v.X, v.X + v.W}
+	}
+	for _, m := range t.Marks {
+		if m.ID != "" {
+			span[m.ID] = [2]float64{m.X, m.X}
 		}
 	}
 	for _, in := range ins {
@@ -282,7 +323,15 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 		if in.Violations > 1 {
 			n = fmt.Sprintf(" \u00d7%d", in.Violations)
 		}
-		t.Links = append(t.Links, link{ID: fmt.Sprintf("v%d", in.first+1), Class: class, T0: in.StartMs, T1: in.EndMs,
+		id := fmt.Sprintf("v%d", in.first+1)
+		t0, t1, c := in.StartMs, in.EndMs, (in.StartMs+in.EndMs)/2
+		if sp, ok := span[id]; ok {
+			c = (sp[0] + sp[1]) / 2
+			if in.Violations == 1 {
+				t0, t1 = sp[0], sp[1]
+			}
+		}
+		t.Links = append(t.Links, link{ID: id, Class: class, T0: t0, T1: t1, C: c,
 			Text: fmt.Sprintf("%s %s%s at %s", tag, in.Property, n, msText(in.StartMs)), Reason: in.Reason, Title: in.Detail})
 	}
 	if len(t.Links) > maxLinks {
@@ -296,18 +345,18 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 // part a write overran hatched.
 func holdShapes(fr frame, h history.History, spans []checker.Span, bad map[int]string, keys map[string]keyInfo) (holds, overruns []shape) {
 	for _, s := range spans {
-		y := fr.laneY(s.Client) + (laneH-barH)/2
 		k := keys[s.Key]
+		y, bh := fr.holdY(s.Client, k.index)
 		class := "hold " + k.Class
 		if c, ok := bad[s.Acquire]; ok {
 			class += " " + c
 		}
 		title := fmt.Sprintf("%s, key %s, token %d (hold %d)\n%s to %s, ended by %s",
 			h.ClientName(s.Client), s.Key, s.Token, s.Acquire, at(s.Start), at(s.End), s.EndedBy)
-		holds = append(holds, shape{X: fr.x(s.Start), Y: y, W: fr.x(s.Believed) - fr.x(s.Start), H: barH,
+		holds = append(holds, shape{X: fr.x(s.Start), Y: y, W: fr.x(s.Believed) - fr.x(s.Start), H: bh,
 			Class: class, Title: title, Label: fmt.Sprint(k.Letter, s.Token)})
 		if s.Overrun {
-			overruns = append(overruns, shape{X: fr.x(s.Believed), Y: y, W: fr.x(s.End) - fr.x(s.Believed), H: barH,
+			overruns = append(overruns, shape{X: fr.x(s.Believed), Y: y, W: fr.x(s.End) - fr.x(s.Believed), H: bh,
 				Class: "overrun", Title: title + ": wrote after it should have stopped"})
 		}
 	}

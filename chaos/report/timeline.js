@@ -71,7 +71,9 @@
   function view(a, b) {
     var span = Math.min(Math.max(b - a, Math.min(END, 0.01)), END);
     var c = (a + b) / 2;
-    a = Math.min(Math.max(c - span / 2, 0), END - span);
+    // The view may reach half of itself past either end, so that any
+    // moment can be put in its middle.
+    a = Math.min(Math.max(c - span / 2, -span / 2), END - span / 2);
     v0 = a; v1 = a + span;
     if (!pending) { pending = true; requestAnimationFrame(function () { pending = false; render(); }); }
   }
@@ -128,15 +130,19 @@
   for (var t = 0; t <= END; t += ostep) {
     var s = document.createElement("span");
     s.style.left = (t / END * 100) + "%"; s.textContent = fmt(t, ostep); oticks.appendChild(s);
+    if (t === 0) s.style.transform = "none"; // not cut off at the left edge
   }
 
   // An incident's link puts its moment in the middle of the view.
   document.querySelectorAll("a.incident").forEach(function (a) {
     a.addEventListener("click", function (e) {
       e.preventDefault();
+      // The first violation in the middle, the whole incident in view, and
+      // at least a hundredth of the run, for the holds around it.
       var t0 = parseFloat(a.getAttribute("data-t0")), t1 = parseFloat(a.getAttribute("data-t1"));
-      var pad = Math.max(t1 - t0, END / 100);
-      view(t0 - pad, t1 + pad);
+      var c = parseFloat(a.getAttribute("data-c"));
+      var half = Math.max(c - t0, t1 - c, END / 200) * 1.5;
+      view(c - half, c + half);
       var el = document.getElementById(a.getAttribute("href").slice(1));
       requestAnimationFrame(function () {
         if (!el) return;

@@ -97,7 +97,7 @@ func TestHTMLStarvation(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no box for the starvation %q in the page", v.Detail)
 	}
-	fr := frame{lanesTop: axisH + 5*nodeH + sepH} // 5 node rows above the lanes
+	fr := newFrame(5, 1) // 5 node rows above the lanes, one key
 	if m[1] != fmt.Sprintf("%.1f", fr.laneY(3)) || m[2] != fmt.Sprintf("%.1f", laneH) {
 		t.Errorf("starvation box at y %s, height %s; want client 3's lane, y %.1f, height %.1f", m[1], m[2], fr.laneY(3), laneH)
 	}
@@ -132,7 +132,7 @@ func TestHTMLHandover(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no box for the slow handover %q in the page", run.Result.Violations[0].Detail)
 	}
-	fr := frame{lanesTop: axisH + 5*nodeH + sepH}
+	fr := newFrame(5, 1)
 	if m[1] != fmt.Sprintf("%.1f", fr.laneY(0)) || m[2] != fmt.Sprintf("%.1f", fr.laneY(1)+laneH-fr.laneY(0)) {
 		t.Errorf("handover box at y %s, height %s; want over the lanes of clients 0 and 1", m[1], m[2])
 	}

@@ -127,6 +127,18 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Errorf("a click on the overview did not zoom to a tenth of the run: %v", err)
 	}
+	// "+" halves the span in view, "0" shows the whole run again.
+	for _, key := range []struct {
+		key  string
+		span float64
+	}{{"+", end / 20}, {"0", end}} {
+		err = chromedp.Run(bctx, chromedp.KeyEvent(key.key),
+			chromedp.Poll(fmt.Sprintf(`Math.abs(parseFloat(document.querySelector("#overview .brush").getAttribute("width")) - %f) < %f`, key.span, end/1000),
+				nil, chromedp.WithPollingTimeout(5*time.Second)))
+		if err != nil {
+			t.Errorf("key %q did not show %.3fms of the run: %v", key.key, key.span, err)
+		}
+	}
 
 	// A click on the first incident centres its violation in the plot.
 	var target string

@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/checker"
@@ -221,20 +222,24 @@ func New(run Run) Report {
 	return r
 }
 
-// missingFaults warns of each requested kind that neither happened nor
-// failed (failed faults are listed on their own).
+// missingFaults warns, in one line, of the requested kinds that neither
+// happened nor failed (failed faults are listed on their own).
 func missingFaults(requested []fault.Kind, res checker.Result) []string {
 	tried := map[fault.Kind]bool{}
 	for _, f := range append(slices.Clone(res.Faults), res.FailedFaults...) {
 		tried[f.Kind] = true
 	}
-	var ws []string
+	var missing []string
 	for _, k := range requested {
 		if !tried[k] {
-			ws = append(ws, fmt.Sprintf("fault %s was requested but never happened in this run (too short for it? try a longer --duration)", k))
+			missing = append(missing, string(k))
 		}
 	}
-	return ws
+	if len(missing) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("requested but never injected in this run: %s (the run may be too short for them: try a longer --duration)",
+		strings.Join(missing, ", "))}
 }
 
 // WriteJSON writes r as indented JSON.

@@ -1,9 +1,11 @@
 // Package report turns a checked chaos run into what people read: a JSON
 // report with the fields tools rely on, a short text summary for the
 // terminal, a one-line progress formatter for a run in progress, and a
-// self-contained HTML timeline (inline CSS and SVG, no external assets) of
-// holds, faults and violations. It only formats: the verdict and every count
-// come from checker.Check, so the report never claims more than the checker.
+// self-contained HTML timeline (inline CSS, script and SVG, no external
+// assets) of holds, faults and violations, with an overview of the whole run
+// to zoom from and charts of throughput and latency. It only formats: the
+// verdict and every count come from checker.Check, so the report never
+// claims more than the checker.
 package report
 
 import (

@@ -36,8 +36,9 @@ var timelineTemplate = template.Must(template.New("timeline").Funcs(template.Fun
 const (
 	axisH    = 26.0 // the time axis at the top
 	nodeH    = 16.0 // one row per node, for its faults
-	laneH    = 26.0 // one lane per client
+	bandTop  = 11.0 // the top of a client lane, for the label of a client fault
 	barH     = 18.0 // a hold inside a lane
+	laneH    = bandTop + barH + 3 // one lane per client
 	keyBarH  = 14.0 // a hold inside a lane of several keys: one row per key, room for a label
 	sepH     = 10.0 // between node rows, client lanes and charts
 	chartH   = 56.0 // one chart over time
@@ -130,7 +131,7 @@ type frame struct {
 func newFrame(nodes, keys int) frame {
 	f := frame{lanesTop: axisH + float64(nodes)*nodeH + sepH, laneH: laneH, keys: keys}
 	if keys > 1 {
-		f.laneH = float64(keys)*(keyBarH+2) + 6
+		f.laneH = bandTop + float64(keys)*(keyBarH+2) + 1
 	}
 	return f
 }
@@ -139,9 +140,9 @@ func newFrame(nodes, keys int) frame {
 // index k.
 func (f frame) holdY(c, k int) (y, h float64) {
 	if f.keys <= 1 {
-		return f.laneY(c) + (f.laneH-barH)/2, barH
+		return f.laneY(c) + bandTop, barH
 	}
-	return f.laneY(c) + 4 + float64(k)*(keyBarH+2), keyBarH
+	return f.laneY(c) + bandTop + float64(k)*(keyBarH+2), keyBarH
 }
 
 func (f frame) x(d time.Duration) float64 { return ms(d) }

@@ -26,7 +26,7 @@
   var brush = over.querySelector(".brush"), sel = over.querySelector(".sel");
 
   function fmt(ms, step) {
-    if (step >= 1000) return (ms / 1000).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1000)))) + "s";
+    if (step >= 1000 || v1 >= 1000) return (ms / 1000).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1000)))) + "s";
     if (step >= 1) return ms.toFixed(Math.max(0, -Math.floor(Math.log10(step)))) + "ms";
     return (ms * 1000).toFixed(0) + "µs";
   }
@@ -49,7 +49,7 @@
       var x = (t - v0) * k, l = document.createElementNS(NS, "line");
       l.setAttribute("class", "tick"); l.setAttribute("x1", x); l.setAttribute("x2", x);
       l.setAttribute("y1", 18); l.setAttribute("y2", H); ticks.appendChild(l);
-      text(ticks, "axis", x + 2, 13, fmt(t, step));
+      if (x < W - 40) text(ticks, "axis", x + 2, 13, fmt(t, step)); // not cut off at the right
     }
     var shown = 0;
     items.forEach(function (it) {
@@ -60,7 +60,7 @@
       if (it.label && x + w > 0 && x < W && shown < 4000) {
         var lx = Math.max(x, 0) + 3, room = Math.min(x + w, W) - lx;
         if (it.label.length * 6.5 + 1 <= room) {
-          var ly = it.lclass === "bandlabel" ? it.y + 10 : it.y + it.h - 4;
+          var ly = it.lclass === "bandlabel" ? it.y + 9 : it.y + it.h - 4;
           text(labels, it.lclass, lx, ly, it.label); shown++;
         }
       }

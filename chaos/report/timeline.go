@@ -34,14 +34,14 @@ var timelineTemplate = template.Must(template.New("timeline").Funcs(template.Fun
 // Layout of the timeline, in CSS pixels. Times are drawn in milliseconds:
 // the page's script maps them onto the window's width, for the span in view.
 const (
-	axisH    = 26.0 // the time axis at the top
-	nodeH    = 16.0 // one row per node, for its faults
-	bandTop  = 11.0 // the top of a client lane, for the label of a client fault
-	barH     = 18.0 // a hold inside a lane
+	axisH    = 26.0               // the time axis at the top
+	nodeH    = 16.0               // one row per node, for its faults
+	bandTop  = 11.0               // the top of a client lane, for the label of a client fault
+	barH     = 18.0               // a hold inside a lane
 	laneH    = bandTop + barH + 3 // one lane per client
-	keyBarH  = 14.0 // a hold inside a lane of several keys: one row per key, room for a label
-	sepH     = 10.0 // between node rows, client lanes and charts
-	chartH   = 56.0 // one chart over time
+	keyBarH  = 14.0               // a hold inside a lane of several keys: one row per key, room for a label
+	sepH     = 10.0               // between node rows, client lanes and charts
+	chartH   = 56.0               // one chart over time
 	labelW   = 150.0
 	overH    = 44.0 // the overview strip
 	maxLinks = 20   // incidents listed above the chart

@@ -84,4 +84,3 @@ func niceStep(d time.Duration) time.Duration {
 	}
 	return max(step*10, time.Microsecond)
 }
-

@@ -13,3 +13,6 @@ func WithProcHooks(cfg Config, onOp func(client, pid int, op history.Op),
 	cfg.onProcOp, cfg.onProcStop = onOp, onStop
 	return cfg
 }
+
+// ClientFaults is clientFaults, for its test.
+var ClientFaults = clientFaults

@@ -153,6 +153,10 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	wg.Wait()
 	heals.record()
 	elapsed := time.Since(start)
+	// The caller's ctx ended before the run's duration (SIGINT, SIGTERM):
+	// the run is reported, marked as cut short. A stop on a violation
+	// cancels only runCtx.
+	interrupted := ctx.Err() != nil
 
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
@@ -177,6 +181,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	run := report.Run{
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
 		Seed: int64(cfg.Seed), History: h, Result: checker.Check(h, opts), ClientProcs: procReport,
+		Requested: slices.Clone(cfg.Faults), Interrupted: interrupted,
 	}
 	return run, faults.err()
 }
@@ -308,7 +313,10 @@ func nodePlan(cfg Config) (schedule.Plan, error) {
 }
 
 // clientFaults arms client pauses, clock-skew episodes and late writes at
-// seeded times, through arm. (The hunt's workload writes late by itself.)
+// seeded times, through arm: the kinds in turn, in a seeded order, so that
+// each requested kind is armed once the run has lasted one arming per kind
+// (a kind drawn at random each time could be left out of a whole run).
+// (The hunt's workload writes late by itself.)
 func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, client int)) {
 	var kinds []fault.Kind
 	for _, k := range fault.Kinds() {
@@ -320,12 +328,13 @@ func clientFaults(ctx context.Context, cfg Config, arm func(kind fault.Kind, cli
 		return
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 0xc11e47))
-	for {
+	r.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	for n := 0; ; n++ {
 		sleepReal(ctx, cfg.TTL+time.Duration(r.Int64N(int64(2*cfg.TTL))))
 		if ctx.Err() != nil {
 			return
 		}
-		switch k := kinds[r.IntN(len(kinds))]; k {
+		switch k := kinds[n%len(kinds)]; k {
 		case fault.ClientClockSkew:
 			arm(k, 0) // client 0 has the slow clock
 		default:

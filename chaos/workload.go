@@ -255,10 +255,14 @@ func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
 // fencing guard must refuse it. It is recorded as a late-write fault from
 // ended, when the hold was over, since the client acts outside its hold.
 func (c *client) lateWrite(ctx context.Context, h recorder.Hold, res string, ended time.Time) {
-	if c.awaitHigher(ctx, h, res) {
-		c.write(ctx, h, res)
-		c.rec.FaultAt(fault.LateWrite, ended, time.Now(), nil)
+	if !c.awaitHigher(ctx, h, res) {
+		// No later holder wrote (amnesia can hand out tokens below h's):
+		// the late write is owed, by the next hold.
+		c.lateNext.Store(true)
+		return
 	}
+	c.write(ctx, h, res)
+	c.rec.FaultAt(fault.LateWrite, ended, time.Now(), nil)
 }
 
 // awaitHigher waits, two TTLs at most, until the store has taken a greater

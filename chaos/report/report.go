@@ -1,17 +1,21 @@
 // Package report turns a checked chaos run into what people read: a JSON
 // report with the fields tools rely on, a short text summary for the
 // terminal, a one-line progress formatter for a run in progress, and a
-// self-contained HTML timeline (inline CSS and SVG, no external assets) of
-// holds, faults and violations. It only formats: the verdict and every count
-// come from checker.Check, so the report never claims more than the checker.
+// self-contained HTML timeline (inline CSS, script and SVG, no external
+// assets) of holds, faults and violations, with an overview of the whole run
+// to zoom from and charts of throughput and latency. It only formats: the
+// verdict and every count come from checker.Check, so the report never
+// claims more than the checker.
 package report
 
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/checker"
@@ -33,6 +37,14 @@ type Run struct {
 	// ClientProcs lists the client processes, when the clients ran as
 	// processes of their own; nil when they ran inside the harness.
 	ClientProcs []ClientProc
+	// Requested lists the fault kinds the run was asked to inject; a kind
+	// among them that never happened is a warning. Nil: not known (a
+	// recorded history), no warnings.
+	Requested []fault.Kind
+	// Interrupted is set when the run was stopped before its duration was
+	// over (SIGINT, SIGTERM: its ctx was cancelled): the verdict covers only
+	// the part that ran.
+	Interrupted bool
 }
 
 // checked returns run with its Result filled in.
@@ -55,6 +67,12 @@ type Report struct {
 	Violations          checker.Counts     `json:"violations"`
 	StaleWritesRejected int                `json:"stale_writes_rejected"`
 	Verdict             checker.Verdict    `json:"verdict"`
+	// Interrupted: the run was stopped before its duration was over; the
+	// verdict covers only the part that ran.
+	Interrupted bool `json:"interrupted"`
+	// Warnings are what makes the run weaker than asked for, e.g. a fault
+	// that was requested and never happened.
+	Warnings []string `json:"warnings,omitempty"`
 
 	Reason             string                        `json:"reason"`
 	Backend            string                        `json:"backend,omitempty"`
@@ -72,6 +90,12 @@ type Report struct {
 	Starvation         Starvation                    `json:"starvation"`
 	Handover           Handover                      `json:"handover"`
 	Examples           []Example                     `json:"examples,omitempty"`
+	// Incidents groups every violation by cause (see Incident).
+	Incidents []Incident `json:"incidents,omitempty"`
+	// OutsideAssumptions lists the injected kinds that break an assumption
+	// of the lock: mutual exclusion may fail under them, and the fenced
+	// store is what must stay correct.
+	OutsideAssumptions []fault.Kind `json:"outside_assumptions,omitempty"`
 	// FailedFaults lists the faults that could not be injected or undone;
 	// they are not counted in Faults, and make the verdict unknown.
 	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
@@ -164,6 +188,8 @@ func New(run Run) Report {
 		Starvation:          starvation(run.History, res.Starvation),
 		Handover:            handover(res.Handover),
 		ClientProcs:         run.ClientProcs,
+		Interrupted:         run.Interrupted,
+		Incidents:           incidents(run.History, res.Violations),
 	}
 	if r.ViolationsByFault == nil {
 		r.ViolationsByFault = map[fault.Kind]checker.Counts{}
@@ -171,6 +197,12 @@ func New(run Run) Report {
 	for _, f := range res.Faults {
 		r.Faults[f.Kind]++
 	}
+	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
+		if k.BreaksAssumptions() {
+			r.OutsideAssumptions = append(r.OutsideAssumptions, k)
+		}
+	}
+	r.Warnings = missingFaults(run.Requested, res)
 	for _, f := range res.FailedFaults {
 		r.FailedFaults = append(r.FailedFaults, FailedFault{Kind: f.Kind, Target: f.Target(),
 			StartMs: ms(f.Start), EndMs: ms(f.End), Error: f.Err})
@@ -190,6 +222,26 @@ func New(run Run) Report {
 			StartMs: ms(v.Start), EndMs: ms(v.End), Faults: v.Faults, Expected: v.Expected, Detail: v.Detail})
 	}
 	return r
+}
+
+// missingFaults warns, in one line, of the requested kinds that neither
+// happened nor failed (failed faults are listed on their own).
+func missingFaults(requested []fault.Kind, res checker.Result) []string {
+	tried := map[fault.Kind]bool{}
+	for _, f := range append(slices.Clone(res.Faults), res.FailedFaults...) {
+		tried[f.Kind] = true
+	}
+	var missing []string
+	for _, k := range requested {
+		if !tried[k] {
+			missing = append(missing, string(k))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("requested but never injected in this run: %s (the run may be too short for them: try a longer --duration)",
+		strings.Join(missing, ", "))}
 }
 
 // WriteJSON writes r as indented JSON.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +178,40 @@ func TestReportFailedFault(t *testing.T) {
 	}
 	if !bytes.Contains(text.Bytes(), []byte("FAILED clock-skew on node 2")) {
 		t.Errorf("text report:\n%s", text.String())
+	}
+}
+
+// An interrupted run says so in every form of the report, first thing in
+// the text, and keeps its verdict.
+func TestReportInterrupted(t *testing.T) {
+	for _, interrupted := range []bool{false, true} {
+		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
+			run := sampleRun(false)
+			run.Interrupted = interrupted
+			rep := New(run)
+			var text, js, page bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteHTML(&page, run); err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["interrupted"] != interrupted || m["verdict"] != "ok" {
+				t.Errorf("JSON interrupted %v, verdict %v", m["interrupted"], m["verdict"])
+			}
+			if got := strings.HasPrefix(text.String(), "INTERRUPTED after "); got != interrupted {
+				t.Errorf("text opens with the interruption: %v, want %v\n%s", got, interrupted, text.String())
+			}
+			if got := strings.Contains(page.String(), `<span class="interrupted">`); got != interrupted {
+				t.Errorf("page marked interrupted: %v, want %v", got, interrupted)
+			}
+		})
 	}
 }

@@ -123,6 +123,10 @@ func sampleRun(broken bool) Run {
 	w.turn(1)
 	w.rec.Store("table", w.store)
 	h := w.mem.History()
-	return Run{Clients: 4, Duration: h.End, Backend: "process", Seed: 7, History: h,
+	run := Run{Clients: 4, Duration: h.End, Backend: "process", Seed: 7, History: h,
 		Result: checker.Check(h, checker.CheckOptions{})}
+	if broken { // and a requested late write that never happened
+		run.Requested = []fault.Kind{fault.Kill, fault.Latency, fault.Partition, fault.ClientPause, fault.LateWrite}
+	}
+	return run
 }

@@ -19,7 +19,13 @@ const maxTextExamples = 3
 // WriteText writes a summary of a few lines for a terminal.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "verdict: %s (%s)\n", strings.ToUpper(string(r.Verdict)), r.Reason)
+	if r.Interrupted {
+		fmt.Fprintf(&b, "INTERRUPTED after %.1fs: the run was stopped before its duration was over; the verdict covers only the part that ran\n", r.DurationS)
+	}
+	b.WriteString(verdictText(r))
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	fmt.Fprintf(&b, "run: %d nodes, %d clients, %.1fs", r.Nodes, r.Clients, r.DurationS)
 	if r.Backend != "" {
 		fmt.Fprintf(&b, ", backend %s", r.Backend)
@@ -32,6 +38,10 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
 		r.Acquisitions, r.AcquireFailures, msText(l.P50), msText(l.P99), msText(l.Max))
 	fmt.Fprintf(&b, "faults: %s\n", faultsText(r.Faults))
+	if len(r.OutsideAssumptions) > 0 {
+		fmt.Fprintf(&b, "  outside the lock's guarantees: %s; mutual exclusion may fail under them, and the fenced store is what must stay correct\n",
+			joinKinds(r.OutsideAssumptions))
+	}
 	for i, f := range r.FailedFaults {
 		if i == maxTextExamples {
 			fmt.Fprintf(&b, "  ... %d more failed faults in the JSON report\n", len(r.FailedFaults)-i)
@@ -53,13 +63,13 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "store: %s; %d writes accepted, %d stale writes rejected\n", store, r.WritesAccepted, r.StaleWritesRejected)
 	switch {
 	case !r.LivenessOK:
-		fmt.Fprintf(&b, "liveness: VIOLATED, longest stall %s with a quorum up (threshold %s)",
+		fmt.Fprintf(&b, "liveness: VIOLATED, longest stall %s with a quorum up (threshold %s, on the longest stall)",
 			msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	case r.StallThresholdMs == 0:
 		fmt.Fprintf(&b, "liveness: not judged (no validity ends to derive a threshold from), longest stall %s with a quorum up",
 			msText(r.LongestStallMs))
 	default:
-		fmt.Fprintf(&b, "liveness: ok, longest stall %s with a quorum up (threshold %s)",
+		fmt.Fprintf(&b, "liveness: ok, longest stall %s with a quorum up (threshold %s, on the longest stall)",
 			msText(r.LongestStallMs), msText(r.StallThresholdMs))
 	}
 	if r.QuorumLostMs > 0 {
@@ -68,23 +78,50 @@ func (r Report) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	b.WriteString(starvationText(r.Starvation))
 	b.WriteString(handoverText(r.Handover))
-	for i, ex := range r.Examples {
+	for i, in := range r.Incidents {
 		if i == maxTextExamples {
-			fmt.Fprintf(&b, "  ... %d more examples in the JSON report\n", len(r.Examples)-i)
+			fmt.Fprintf(&b, "  ... %d more incidents in the JSON report\n", len(r.Incidents)-i)
 			break
 		}
 		tag := "UNEXPECTED"
-		if ex.Expected {
+		if in.Expected {
 			tag = "expected"
 		}
-		faults := "no fault"
-		if len(ex.Faults) > 0 {
-			faults = joinKinds(ex.Faults)
+		_, reason, _ := strings.Cut(in.Reason, ": ") // the tag says it
+		n := ""
+		if in.Violations > 1 {
+			n = fmt.Sprintf(" x%d", in.Violations)
 		}
-		fmt.Fprintf(&b, "  ! %s %s at %s [%s]: %s\n", tag, ex.Property, msText(ex.StartMs), faults, ex.Detail)
+		fmt.Fprintf(&b, "  ! %s %s%s at %s: %s\n      %s\n", tag, in.Property, n, msText(in.StartMs), reason, in.Detail)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdictText is the verdict line. An ok run with expected violations
+// says what they mean: the faults broke the lock's guarantee, not the lock.
+func verdictText(r Report) string {
+	var kinds []fault.Kind
+	for _, k := range slices.Sorted(maps.Keys(r.ViolationsByFault)) {
+		if k.BreaksAssumptions() && r.ViolationsByFault[k].Total() > 0 {
+			kinds = append(kinds, k)
+		}
+	}
+	if r.Verdict != checker.VerdictOK || r.ExpectedViolations.Total() == 0 || len(kinds) == 0 {
+		return fmt.Sprintf("verdict: %s (%s)\n", strings.ToUpper(string(r.Verdict)), r.Reason)
+	}
+	incidents := 0
+	for _, in := range r.Incidents {
+		if in.Expected {
+			incidents++
+		}
+	}
+	store := "the fenced store stayed correct"
+	if !r.StoreChecked {
+		store = "the fenced store accepted no stale write (lost writes not checked)"
+	}
+	return fmt.Sprintf("verdict: OK: the lock's guarantee was broken by faults outside its assumptions (%s: %s in %s, all expected); %s\n",
+		joinKinds(kinds), plural(r.ExpectedViolations.Total(), "violation"), plural(incidents, "incident"), store)
 }
 
 // Progress formats one line about a run in progress, e.g.
@@ -108,11 +145,11 @@ func starvationText(s Starvation) string {
 		msText(s.WaitMs), s.Client, s.Key, times)
 	switch {
 	case !s.OK:
-		return fmt.Sprintf("starvation: VIOLATED, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
+		return fmt.Sprintf("starvation: VIOLATED, %s (threshold %s, on the worst wait)\n", wait, msText(s.ThresholdMs))
 	case !s.Judged:
 		return fmt.Sprintf("starvation: not judged (no validity ends to derive a threshold from), %s\n", wait)
 	}
-	return fmt.Sprintf("starvation: ok, %s (threshold %s)\n", wait, msText(s.ThresholdMs))
+	return fmt.Sprintf("starvation: ok, %s (threshold %s, on the worst wait)\n", wait, msText(s.ThresholdMs))
 }
 
 // handoverText is the line about how fast keys went from a release to the
@@ -121,15 +158,16 @@ func handoverText(h Handover) string {
 	if h.Samples == 0 {
 		return "handover: not measured, no release while others waited with every node up\n"
 	}
-	median := fmt.Sprintf("median %s from a release to the next acquire over %d handovers, slowest %s",
-		msText(h.MedianMs), h.Samples, msText(h.SlowestMs))
+	median := fmt.Sprintf("median %s from a release to the next acquire over %d handovers", msText(h.MedianMs), h.Samples)
+	slowest := fmt.Sprintf("slowest %s", msText(h.SlowestMs))
 	switch {
 	case !h.Judged:
-		return fmt.Sprintf("handover: not judged (too few handovers), %s\n", median)
+		return fmt.Sprintf("handover: not judged (too few handovers), %s, %s\n", median, slowest)
 	case !h.OK:
-		return fmt.Sprintf("handover: VIOLATED, %s (threshold %s)\n", median, msText(h.ThresholdMs))
+		return fmt.Sprintf("handover: VIOLATED, %s (threshold %s, on the median); %s\n", median, msText(h.ThresholdMs), slowest)
 	}
-	return fmt.Sprintf("handover: ok, %s (threshold %s)\n", median, msText(h.ThresholdMs))
+	return fmt.Sprintf("handover: ok, %s (threshold %s, on the median; single handovers may be slower: %s)\n",
+		median, msText(h.ThresholdMs), slowest)
 }
 
 // procsText lists the client processes, how they ended, and their stops.
@@ -191,4 +229,12 @@ func joinKinds(kinds []fault.Kind) string {
 // msText prints a millisecond figure the way time.Duration does.
 func msText(ms float64) string {
 	return time.Duration(ms * float64(time.Millisecond)).Round(10 * time.Microsecond).String()
+}
+
+// plural prints n things, e.g. "1 incident", "3 incidents".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

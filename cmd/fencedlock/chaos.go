@@ -69,6 +69,9 @@ Exit status:
   2  bad usage
   3  verdict unknown (too little happened to judge, or faults could not be
      injected: the report lists them), or the run could not be carried out
+  130  interrupted (SIGINT or SIGTERM) before the run's duration was over:
+     the reports cover the part that ran and say "interrupted"; a violation
+     found in it still exits 1
 
 Environment:
   FENCEDLOCK_LIBFAKETIME  path of libfaketime.so.1 for clock-skew faults on
@@ -165,6 +168,9 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case errors.Is(err, chaos.ErrInjection):
 		// The run happened, with faults missing: report it, verdict unknown.
 		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "fencedlock chaos: interrupted: %v\n", err)
+		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(stderr, "fencedlock chaos: %v\n", err)
 		return 3
@@ -178,6 +184,9 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if code, ok := writeReports(run, *jsonPath, *htmlPath, stdout, stderr, "chaos"); !ok {
 		return code
+	}
+	if run.Interrupted && run.Result.Verdict != checker.VerdictViolated {
+		return exitInterrupted
 	}
 	return verdictStatus(run.Result.Verdict)
 }

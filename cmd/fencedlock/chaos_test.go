@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -121,4 +124,59 @@ func TestChaosClientProcs(t *testing.T) {
 	if len(rep.ClientProcs) != 2 || stops == 0 {
 		t.Errorf("JSON report: %d client processes, %d stops; want 2, and stops", len(rep.ClientProcs), stops)
 	}
+}
+
+// An interrupted run reports what ran, says so, and exits 130.
+func TestChaosInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	args := append([]string{"chaos", "--nodes", "3", "--clients", "2", "--faults", "kill", "--json", jsonPath},
+		chaosFlags(t)...)
+	args = append(args, "--duration", "10m") // ended by the interrupt, long before
+	var stdout bytes.Buffer
+	// The first progress line (after a second of workload) is the interrupt.
+	stderr := &cancelOn{marker: "acq=", cancel: cancel}
+	code := realMain(ctx, args, &stdout, stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitInterrupted, stdout.String(), stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "INTERRUPTED after ") {
+		t.Errorf("summary does not open with the interruption:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep["interrupted"] != true || !slices.Contains([]any{"ok", "violated", "unknown"}, rep["verdict"]) {
+		t.Errorf("JSON interrupted %v, verdict %v", rep["interrupted"], rep["verdict"])
+	}
+}
+
+// cancelOn collects what is written and calls cancel once marker shows.
+type cancelOn struct {
+	marker string
+	cancel context.CancelFunc
+	mu     sync.Mutex // protects b
+	b      bytes.Buffer
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.marker) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func (w *cancelOn) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

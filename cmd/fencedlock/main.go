@@ -40,6 +40,7 @@ const (
 	exitTempFail    = 75  // EX_TEMPFAIL: the lock is held by someone else
 	exitCannotExec  = 126 // the command was found but could not be started
 	exitNotFound    = 127 // the command was not found
+	exitInterrupted = 130 // chaos: stopped by SIGINT or SIGTERM before its duration (128 + SIGINT, as shells report it)
 )
 
 const mainUsage = `fencedlock — a lock on a majority of independent Redis nodes, with fencing tokens

@@ -31,10 +31,13 @@ func TestReplicaAcksShortfallIsReported(t *testing.T) {
 		t.Run(ttl.String(), func(t *testing.T) {
 			nodes := redistest.Clients(t, redistest.StartN(t, 3, redistest.WithArgs("--hz", strconv.Itoa(tc.hz))))
 			// The default node timeout for ttl (a twentieth) is five timer
-			// periods; on a loaded machine the round trip may need more:
-			// a hundred measured round trips, if longer.
+			// periods: WAIT takes half of it and one period more, which
+			// leaves the reply one and a half periods (15ms at hz 100) —
+			// less than a loaded machine's scheduling hiccups under the race
+			// detector, and a late reply is a node timeout. Ten periods
+			// leave it four; a hundred measured round trips, if longer.
 			period := time.Second / time.Duration(tc.hz)
-			nodeTimeout := max(5*period, 100*redistest.PingRTT(t, nodes))
+			nodeTimeout := max(10*period, 100*redistest.PingRTT(t, nodes))
 			c, err := redlock.New(nodes, redlock.WithReplicaAcks(1), redlock.WithNodeTimeout(nodeTimeout))
 			if err != nil {
 				t.Fatal(err)

@@ -73,7 +73,10 @@ func TestAttemptInFlightGivesUpWhenCloseBegins(t *testing.T) {
 			a := c.Args()
 			return len(a) > 1 && a[1] == acquireScript.Hash()
 		}) {
-			arrived <- struct{}{}
+			select { // the test reads the first; any more wait for unblock
+			case arrived <- struct{}{}:
+			case <-unblock:
+			}
 			<-unblock // the answer is held: the attempt waits for it
 		}
 	})

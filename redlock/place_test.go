@@ -263,3 +263,92 @@ func TestAnAcquiredWaiterLeavesNoPlaceBehind(t *testing.T) {
 	}
 	_ = l.Unlock(ctx)
 }
+
+// A waiter whose place was entered on fewer than a quorum of nodes (its
+// try met node errors there) cannot be woken by a quorum of announcements,
+// so it sleeps no longer than a node timeout whatever its backoff: with an
+// hour's backoff it never woke (found under load by
+// TestReleaseWakesOnlyTheHead). Here its try errors on nodes 1 and 2 (a
+// fence counter that is not a number), then the key is freed everywhere with
+// one announcement, node 0's.
+func TestAPlaceOnAMinorityIsAskedAgainWithinANodeTimeout(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const key = "minority-place"
+	r.holdByHand(t, key, "holder")
+	fence := redlock.FenceKey(key)
+	for _, i := range []int{1, 2} {
+		if err := r.clients[i].Set(ctx, fence, "not-a-counter", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := clock.NewFake(epoch)
+	w := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Hour)))
+	got := asleepOnFake(ctx, t, r, w, fake, key)
+	if len(r.waiting(t, 1, key)) != 0 || len(r.waiting(t, 2, key)) != 0 || len(r.waiting(t, 0, key)) != 1 {
+		t.Fatalf("want the waiter's place on node 0 alone; waiting: %v, %v, %v",
+			r.waiting(t, 0, key), r.waiting(t, 1, key), r.waiting(t, 2, key))
+	}
+	for _, i := range []int{1, 2} {
+		if err := r.clients[i].Del(ctx, fence).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As release.lua does: node 0 names its first waiter; nodes 1 and 2 have
+	// none and announce nothing. One announcement: no quorum.
+	r.releaseByHand(t, 0, key)
+	for _, i := range []int{1, 2} {
+		if err := r.clients[i].Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.Advance(nt)
+	select {
+	case res := <-got:
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		_ = res.l.Unlock(ctx)
+	case <-time.After(20 * nt): // a bound on a waiter that sleeps on, not a synchronisation
+		t.Fatalf("the waiter, whose place is on 1 of 3 nodes, did not ask again a node timeout (%v) after its try, the key free on every node", nt)
+	}
+}
+
+// A waiter's lease on a node is the sleep it will take: its backoff, but no
+// longer than the holder's key has left there (acquire.lua caps it at the
+// PTTL, as the waiter caps its sleep), and a node timeout. Uncapped, a
+// waiter with an hour's backoff that died kept its place, and every younger
+// waiter out, for the hour.
+func TestAPlaceLastsNoLongerThanTheHoldersKey(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const key = "pttl-cap"
+	const holdTTL = 5 * time.Second
+	for _, rc := range r.clients {
+		if err := rc.Set(ctx, key, "holder", holdTTL).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := clock.NewFake(epoch)
+	w := r.client(t, redlock.WithNodeTimeout(nt), redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Hour)))
+	id := clientID(t, w)
+	asleepOnFake(ctx, t, r, w, fake, key)
+	r.awaitWaiting(t, key, id)
+	_, leases := waitKeys(key)
+	for i, rc := range r.clients {
+		end, err := rc.ZScore(ctx, leases, id).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := time.Duration(int64(end)-nodeMillis(t, r, i)) * time.Millisecond
+		// The slack: a node timeout, and a second for the drift allowance
+		// and the time the test took since the key was set.
+		if left > holdTTL+nt+time.Second {
+			t.Errorf("node %d: the waiter's place lasts %v, past the holder's key (%v) and a node timeout (%v)", i, left, holdTTL, nt)
+		}
+	}
+}

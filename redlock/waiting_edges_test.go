@@ -333,18 +333,15 @@ func TestForgedWaitingEntries(t *testing.T) {
 	}
 }
 
-// TestCloseWithdrawsItsWaitingEntry: a Lock that gives up withdraws
-// its place at once (Claim 6; waiters.go leave) — except when it gives up
-// because its Client is closing: leave skips the withdrawal once
-// w.closed is set (waiters.go:115), and Close sends nothing else. The
-// entry then stays for its whole lease, which covers the waiter's planned
-// backoff (acquire.go:72) and not the sleep it actually planned, which is
-// at most the holder's TTL: here the holder's key expires after 2s, the
-// closed Client's waiter would have asked again then, but its place lasts
-// the 10 minutes of its backoff. Every other Client is kept out of a free
-// key: Lock waits out its ctx, TryLock is refused.
-//
-// Fails 3/3 (deterministic).
+// TestCloseWithdrawsItsWaitingEntry: a Lock that gives up because its
+// Client is closing withdraws its place like any other that gives up
+// (Claim 6; waiters.go leave), and its lease was no longer than the
+// holder's key anyway (acquire.lua caps it at the PTTL). Found with both
+// missing: the closed Client's place outlived the holder's key (2s) by the
+// 10 minutes of its backoff, and every other Client was kept out of a free
+// key — Lock waited out its ctx, TryLock was refused. Either fix alone
+// turns it green: TestCloseWhileWaitingWithdraws guards the withdrawal on
+// its own, TestAPlaceLastsNoLongerThanTheHoldersKey the cap.
 func TestCloseWithdrawsItsWaitingEntry(t *testing.T) {
 	r := newRig(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

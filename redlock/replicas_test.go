@@ -29,7 +29,9 @@ func startPairs(t testing.TB, n int) []pair {
 	t.Helper()
 	pairs := make([]pair, n)
 	for i := range pairs {
-		p := redistest.Start(t)
+		// A diskless first sync waits repl-diskless-sync-delay (5s by
+		// default) for more replicas to share it: there is one.
+		p := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
 		link, err := holdproxy.Start(p.Addr())
 		if err != nil {
 			t.Fatal(err)

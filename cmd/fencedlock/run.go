@@ -166,6 +166,10 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 	clients := dial(opts)
 	defer closeAll(clients)
+	warnTolerance(stderr, "run", len(clients))
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	probe := probeNodes(probeCtx, clients, f.timeout) // reach.go: reported once the lock is held
 	log := &nodeLog{}
 	extended := make(chan struct{}, 1)
 	locks, err := redlock.New(universal(clients), redlock.WithObserver(&runObserver{nodeLog: log, extended: extended}),
@@ -176,9 +180,12 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer locks.Close()
 
 	l, code := acquire(ctx, c, locks, &f, addrsOf(opts), log, sigs, stderr)
-	if l == nil {
+	if l == nil { // acquire named the nodes that failed
+		stopProbe()
+		<-probe
 		return code
 	}
+	defer reportProbe(probe, "run", stderr)()
 	r := runner{lock: l, path: path, argv: argv, ttl: f.ttl, grace: f.grace, foreground: f.foreground, extended: extended,
 		log: log, addrs: addrsOf(opts), stdout: stdout, stderr: stderr}
 	return r.run(ctx, sigs)

@@ -88,6 +88,9 @@ func TestDoctor(t *testing.T) {
 	volatileNoLimit := redistest.Start(t, aof, redistest.WithArgs("--maxmemory-policy", "volatile-lru"))
 	acl := redistest.Start(t, aof, redistest.WithArgs("--user", "locker", "on", ">secret", "~*", "&*", "+@all", "-zadd"))
 	aclURL := "redis://locker:secret@" + acl.Addr()
+	// Redis 7 gives a new user no channel unless told (acl-pubsub-default resetchannels).
+	noChannels := redistest.Start(t, aof, redistest.WithArgs("--user", "locker", "on", ">secret", "~*", "+@all"))
+	noChannelsURL := "redis://locker:secret@" + noChannels.Addr()
 	unreachable := closedAddr(t)
 
 	cases := []struct {
@@ -110,6 +113,7 @@ func TestDoctor(t *testing.T) {
 		{"volatile-lru with maxmemory", volatile.Addr(), nil, volatile.Addr(), "eviction", doctor.Warn, []string{"volatile-lru", "evicts lock keys"}, exitFailure},
 		{"volatile-lru without maxmemory", volatileNoLimit.Addr(), nil, volatileNoLimit.Addr(), "eviction", doctor.OK, []string{"maxmemory 0"}, exitOK},
 		{"ACL user lacking ZADD", aclURL, nil, acl.Addr(), "acl", doctor.Fail, []string{"may not run ZADD"}, exitDoctorFail},
+		{"ACL user without the release channel", noChannelsURL, nil, noChannels.Addr(), "acl", doctor.Fail, []string{"SUBSCRIBE on channel fencedlock:released:*", "PUBLISH on channel"}, exitDoctorFail},
 		{"same server twice", "localhost:" + strconv.Itoa(good[0].Port()), nil, "", "role", doctor.Fail, []string{"same server", "run_id"}, exitDoctorFail},
 		{"unreachable", unreachable, nil, unreachable, "reach", doctor.Fail, []string{"unreachable", "connection refused"}, exitUnavailable},
 	}

@@ -20,7 +20,10 @@ const runHeader = `Usage: fencedlock run --nodes ADDRS --key KEY [flags] -- COMM
 Acquire KEY on a majority of the nodes, run COMMAND while holding it, then
 release it. The lock is extended at about a third of --ttl while COMMAND
 runs. COMMAND gets FENCEDLOCK_TOKEN (the fencing token: pass it to the
-storage you write to) and FENCEDLOCK_KEY in its environment.
+storage you write to) and FENCEDLOCK_KEY in its environment. A node that
+does not answer is named on stderr, also when the lock is held without it,
+and fewer than 3 nodes draw a warning (no node of them may fail);
+'fencedlock doctor' checks the nodes' configuration.
 
 COMMAND runs under a supervisor process (fencedlock-supervisor, a child of
 fencedlock in a process group of its own). On Linux it is a child subreaper:

@@ -27,7 +27,9 @@ value, and the range of the counters on those nodes. The holder's token is not
 stored on the nodes: it was the highest counter when the hold was acquired, so
 it is at most the top of that range, and equal to it while nodes are healthy
 and no other key of the slot was locked since. Nodes that do not answer are
-reported in their row.
+reported in their row, and named on stderr; fewer than 3 nodes draw a
+warning there (no node of them may fail). 'fencedlock doctor' checks the
+nodes' configuration.
 `
 
 const statusFooter = `Exit status:

@@ -122,13 +122,16 @@ func describeDenied(denied []string) []string {
 
 // grant is the ACL SETUSER that allows what was denied.
 func grant(denied []string) string {
-	fix := "ACL SETUSER <user>"
+	fix, channel := "ACL SETUSER <user>", false
 	for _, d := range denied {
 		if strings.HasSuffix(d, " on channel fencedlock:released:*") {
-			fix += " &fencedlock:released:*"
+			channel = true
 		} else {
 			fix += " +" + strings.ToLower(d)
 		}
+	}
+	if channel {
+		fix += " &fencedlock:released:*"
 	}
 	return fix + " (and the same in the ACL file or redis.conf)"
 }

@@ -75,6 +75,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return bad("--nodes is required")
 	case ttl <= 0:
 		return bad("--ttl %v is not positive", ttl)
+	case ttl <= doctor.DriftAllowance(ttl):
+		return bad("--ttl %v leaves no validity: the lock gives up %v of it for clock drift", ttl, doctor.DriftAllowance(ttl))
 	case acks < 0:
 		return bad("--replica-acks %d is negative", acks)
 	case c.fs.NArg() > 0:

@@ -217,6 +217,7 @@ func TestDoctorUsage(t *testing.T) {
 	}{
 		{"no --nodes", nil, "--nodes is required"},
 		{"bad ttl", []string{"--nodes", "127.0.0.1:1", "--ttl", "0s"}, "--ttl 0s is not positive"},
+		{"ttl too short", []string{"--nodes", "127.0.0.1:1", "--ttl", "2ms"}, "--ttl 2ms leaves no validity"},
 		{"negative acks", []string{"--nodes", "127.0.0.1:1", "--replica-acks", "-1"}, "--replica-acks -1 is negative"},
 		{"bad node", []string{"--nodes", "127.0.0.1"}, "--nodes: node \"127.0.0.1\" is not host:port"},
 		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},

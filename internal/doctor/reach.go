@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +32,7 @@ func Unreachable(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) || errors.As(err, &dns) ||
 		errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "i/o timeout")
+		errors.Is(err, net.ErrClosed)
 }
 
 // Why says briefly why a node did not answer: "connection refused",

@@ -36,3 +36,7 @@ func timingFor(ttl time.Duration) timing {
 		nodeTimeout: min(max(ttl/nodeTimeoutDivisor, minNodeTimeout), maxNodeTimeout),
 	}
 }
+
+// DriftAllowance is the part of ttl that the lock's validity gives up for
+// clock drift by default; a ttl not longer than it leaves no validity.
+func DriftAllowance(ttl time.Duration) time.Duration { return timingFor(ttl).allowance }

@@ -4,14 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/internal/redistest"
 	"github.com/fencedlock/fencedlock/redlock"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestTimingMatchesLock checks the drift allowance derived here against a
 // lock client with its defaults: on a fake clock that does not move, a hold

@@ -91,6 +91,8 @@ func TestDoctor(t *testing.T) {
 	// Redis 7 gives a new user no channel unless told (acl-pubsub-default resetchannels).
 	noChannels := redistest.Start(t, aof, redistest.WithArgs("--user", "locker", "on", ">secret", "~*", "+@all"))
 	noChannelsURL := "redis://locker:secret@" + noChannels.Addr()
+	noEvalsha := redistest.Start(t, aof, redistest.WithArgs("--user", "locker", "on", ">secret", "~*", "&*", "+@all", "-evalsha"))
+	noEvalshaURL := "redis://locker:secret@" + noEvalsha.Addr()
 	unreachable := closedAddr(t)
 
 	cases := []struct {
@@ -103,7 +105,7 @@ func TestDoctor(t *testing.T) {
 		words  []string // in the finding's reason
 		code   int
 	}{
-		{"all ok", "", nil, "", "quorum", doctor.OK, []string{"3 nodes", "1 node may fail"}, exitOK},
+		{"all ok", "", nil, good[0].Addr(), "scripting", doctor.OK, []string{"Redis ", "EVAL and EVALSHA work", "compare-and-delete"}, exitOK},
 		{"replica", replica.Addr(), nil, replica.Addr(), "role", doctor.Warn, []string{"a replica of", strconv.Itoa(primary.Port())}, exitFailure},
 		{"primary with a replica", primary.Addr(), nil, primary.Addr(), "role", doctor.Warn, []string{"1 connected replica", "failover can lose grants"}, exitFailure},
 		{"primary with a replica the lock waits for", primary.Addr(), []string{"--replica-acks", "1"}, primary.Addr(), "role", doctor.OK, []string{"waits for 1"}, exitDoctorFail}, // the good nodes have no replica to wait for
@@ -114,6 +116,8 @@ func TestDoctor(t *testing.T) {
 		{"volatile-lru without maxmemory", volatileNoLimit.Addr(), nil, volatileNoLimit.Addr(), "eviction", doctor.OK, []string{"maxmemory 0"}, exitOK},
 		{"ACL user lacking ZADD", aclURL, nil, acl.Addr(), "acl", doctor.Fail, []string{"may not run ZADD"}, exitDoctorFail},
 		{"ACL user without the release channel", noChannelsURL, nil, noChannels.Addr(), "acl", doctor.Fail, []string{"SUBSCRIBE on channel fencedlock:released:*", "PUBLISH on channel"}, exitDoctorFail},
+		{"ACL user lacking EVALSHA: scripting", noEvalshaURL, nil, noEvalsha.Addr(), "scripting", doctor.Fail, []string{"EVALSHA failed", "NOPERM"}, exitDoctorFail},
+		{"ACL user lacking EVALSHA: acl", noEvalshaURL, nil, noEvalsha.Addr(), "acl", doctor.Fail, []string{"may not run EVALSHA"}, exitDoctorFail},
 		{"same server twice", "localhost:" + strconv.Itoa(good[0].Port()), nil, "", "role", doctor.Fail, []string{"same server", "run_id"}, exitDoctorFail},
 		{"unreachable", unreachable, nil, unreachable, "reach", doctor.Fail, []string{"unreachable", "connection refused"}, exitUnavailable},
 	}

@@ -109,6 +109,7 @@ func TestDoctor(t *testing.T) {
 		{"replica", replica.Addr(), nil, replica.Addr(), "role", doctor.Warn, []string{"a replica of", strconv.Itoa(primary.Port())}, exitFailure},
 		{"primary with a replica", primary.Addr(), nil, primary.Addr(), "role", doctor.Warn, []string{"1 connected replica", "failover can lose grants"}, exitFailure},
 		{"primary with a replica the lock waits for", primary.Addr(), []string{"--replica-acks", "1"}, primary.Addr(), "role", doctor.OK, []string{"waits for 1"}, exitDoctorFail}, // the good nodes have no replica to wait for
+		{"primary with a replica, hz too low for the node timeout", primary.Addr(), []string{"--replica-acks", "1", "--ttl", "1s"}, primary.Addr(), "role", doctor.Warn, []string{"hz 10", "node timeout 50ms"}, exitDoctorFail},
 		{"primary with fewer replicas than acks", primary.Addr(), []string{"--replica-acks", "2"}, primary.Addr(), "role", doctor.Fail, []string{"1 connected replica", "every grant on it fails"}, exitDoctorFail},
 		{"no AOF", noAOF.Addr(), nil, noAOF.Addr(), "persistence", doctor.Warn, []string{"appendonly no", "amnesia"}, exitFailure},
 		{"allkeys-lru", allkeys.Addr(), nil, allkeys.Addr(), "eviction", doctor.Fail, []string{"allkeys-lru", "evict fence counters"}, exitDoctorFail},

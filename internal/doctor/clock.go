@@ -41,15 +41,23 @@ type clockReading struct {
 // offset is the node's wall clock minus the local one, within ±rtt/2.
 func (r *clockReading) offset() time.Duration { return r.node.Sub(r.local.Round(0)) }
 
+// readClock reads the node's clock as many times as the latency check
+// PINGs it, and keeps the reading with the shortest round trip: the most
+// precise one (as NTP filters its samples). Nil when TIME failed.
 func readClock(ctx context.Context, rdb *redis.Client) *clockReading {
-	before := time.Now()
-	node, err := rdb.Time(ctx).Result()
-	after := time.Now()
-	if err != nil {
-		return nil
+	var best *clockReading
+	for range pings {
+		before := time.Now()
+		node, err := rdb.Time(ctx).Result()
+		after := time.Now()
+		if err != nil {
+			return nil
+		}
+		if rtt := after.Sub(before); best == nil || rtt < best.rtt {
+			best = &clockReading{local: before.Add(rtt / 2), node: node, rtt: rtt}
+		}
 	}
-	rtt := after.Sub(before)
-	return &clockReading{local: before.Add(rtt / 2), node: node, rtt: rtt}
+	return best
 }
 
 // checkClock takes the second reading, once the window since first makes
@@ -65,7 +73,8 @@ func checkClock(ctx context.Context, rdb *redis.Client, first *clockReading, rtt
 		slowest = max(slowest, rtts[len(rtts)-1])
 	}
 	// The rate's error is (rtt₁+rtt₂)/2 / window: at most factor/2 when the
-	// window is (rtt₁+rtt₂)/factor.
+	// window is (rtt₁+rtt₂)/factor, and rtt₂, the best of several readings,
+	// is no slower than the slowest PING.
 	window := min(time.Duration(float64(first.rtt+slowest)/t.factor), maxRateWindow)
 	if wait := window - time.Since(first.local); wait > 0 {
 		timer := time.NewTimer(wait)

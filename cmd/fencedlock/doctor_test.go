@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,5 +260,81 @@ func TestDoctorTable(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// slowProxy forwards loopback connections to upstream, holding each chunk
+// of the server's replies for delay: a node that far away, which a real
+// server on loopback is not.
+func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // protects conns
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", upstream)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, client, server)
+			mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(server, client) })
+			wg.Go(func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := server.Read(buf)
+					if err != nil {
+						_ = client.Close()
+						return
+					}
+					time.Sleep(delay) // the reply's way back
+					if _, err := client.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestDoctorLatency: a node whose replies take twice the node timeout that
+// --ttl implies fails the latency check, with a recommendation.
+func TestDoctorLatency(t *testing.T) {
+	good := redistest.StartN(t, 2, redistest.WithAOF())
+	const ttl = 100 * time.Millisecond // node timeout: ttl/20 = 5ms
+	far := slowProxy(t, redistest.Start(t, redistest.WithAOF()).Addr(), 2*5*time.Millisecond)
+	rep, r := runDoctorJSON(t, "--ttl", ttl.String(), "--nodes", far+","+good[0].Addr()+","+good[1].Addr())
+	f := rep.finding(t, far, "latency")
+	if f.Status != doctor.Fail || !strings.Contains(f.Reason, "node timeout 5ms") || !strings.Contains(f.Reason, "most calls to the node time out") {
+		t.Errorf("latency: %v: %s", f.Status, f.Reason)
+	}
+	if !strings.Contains(f.Fix, "--ttl of at least") {
+		t.Errorf("latency fix %q recommends no ttl", f.Fix)
+	}
+	if r.code != exitDoctorFail {
+		t.Errorf("exit %d, want %d", r.code, exitDoctorFail)
 	}
 }

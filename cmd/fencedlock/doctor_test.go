@@ -273,13 +273,15 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
 		t.Fatal(err)
 	}
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex // protects conns
-		conns []net.Conn
+		wg     sync.WaitGroup
+		mu     sync.Mutex // protects conns, closed
+		conns  []net.Conn
+		closed bool
 	)
 	t.Cleanup(func() {
 		_ = ln.Close()
 		mu.Lock()
+		closed = true
 		for _, c := range conns {
 			_ = c.Close()
 		}
@@ -299,6 +301,10 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
 			}
 			mu.Lock()
 			conns = append(conns, client, server)
+			if closed { // the test ended between Accept and here
+				_ = client.Close()
+				_ = server.Close()
+			}
 			mu.Unlock()
 			wg.Go(func() { _, _ = io.Copy(server, client) })
 			wg.Go(func() {

@@ -156,7 +156,6 @@ type nodeFacts struct {
 	addr        string
 	findings    []Finding
 	unreachable bool
-	answered    bool          // the node answered PING: the other checks ran
 	runID       string        // INFO server run_id
 	clock       *clockReading // nil when TIME failed
 }
@@ -173,7 +172,6 @@ func examine(ctx context.Context, n Node, cfg Config, t timing) *nodeFacts {
 	if !reach(ctx, n.Client, f) {
 		return f
 	}
-	f.answered = true
 	first := readClock(ctx, n.Client)
 	info := readInfo(ctx, n.Client)
 	conf := readConfig(ctx, n.Client)

@@ -1,12 +1,14 @@
 // Command fencedlock holds a lock on a majority of independent Redis nodes
 // while a command runs (like flock(1), across machines), shows what the
-// nodes hold for a key, runs chaos scenarios against local nodes, and checks
-// histories of lock operations recorded by any system.
+// nodes hold for a key, runs chaos scenarios against local nodes, checks
+// histories of lock operations recorded by any system, and checks nodes
+// against what the lock's guarantees rest on.
 //
 //	fencedlock run    --nodes ADDRS --key KEY [flags] -- COMMAND [ARGS...]
 //	fencedlock status --nodes ADDRS --key KEY [--json]
 //	fencedlock chaos  [flags]
 //	fencedlock check  [flags] FILE
+//	fencedlock doctor --nodes ADDRS [--ttl D] [--replica-acks N] [--json]
 //	fencedlock version
 //
 // Each command's --help lists its flags and exit statuses.
@@ -50,6 +52,7 @@ Usage:
   fencedlock status --nodes ADDRS --key KEY [--json]
   fencedlock chaos  [flags]
   fencedlock check  [flags] FILE
+  fencedlock doctor --nodes ADDRS [--ttl D] [--replica-acks N] [--json]
   fencedlock version
 
 Commands:
@@ -57,6 +60,7 @@ Commands:
   status   show what each node holds for a key, and whether a quorum holds it
   chaos    run a fault-injection scenario against local Redis nodes and report
   check    check a history of lock operations recorded by any system, and report
+  doctor   check the nodes against what the lock's guarantees rest on
   version  print the version
 
 ADDRS is a comma-separated list of host:port or redis://[user:password@]host:port[/db];
@@ -90,6 +94,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runChaos(ctx, rest, stdout, stderr)
 	case "check":
 		return runCheck(ctx, rest, stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "fencedlock %s %s\n", version(), runtime.Version())
 		return exitOK

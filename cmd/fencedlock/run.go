@@ -20,7 +20,10 @@ const runHeader = `Usage: fencedlock run --nodes ADDRS --key KEY [flags] -- COMM
 Acquire KEY on a majority of the nodes, run COMMAND while holding it, then
 release it. The lock is extended at about a third of --ttl while COMMAND
 runs. COMMAND gets FENCEDLOCK_TOKEN (the fencing token: pass it to the
-storage you write to) and FENCEDLOCK_KEY in its environment.
+storage you write to) and FENCEDLOCK_KEY in its environment. A node that
+does not answer is named on stderr, also when the lock is held without it,
+and fewer than 3 nodes draw a warning (no node of them may fail);
+'fencedlock doctor' checks the nodes' configuration.
 
 COMMAND runs under a supervisor process (fencedlock-supervisor, a child of
 fencedlock in a process group of its own). On Linux it is a child subreaper:
@@ -166,6 +169,10 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 	clients := dial(opts)
 	defer closeAll(clients)
+	warnTolerance(stderr, "run", len(clients))
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	probe := probeNodes(probeCtx, clients, f.timeout) // reach.go: reported once the lock is held
 	log := &nodeLog{}
 	extended := make(chan struct{}, 1)
 	locks, err := redlock.New(universal(clients), redlock.WithObserver(&runObserver{nodeLog: log, extended: extended}),
@@ -176,9 +183,12 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer locks.Close()
 
 	l, code := acquire(ctx, c, locks, &f, addrsOf(opts), log, sigs, stderr)
-	if l == nil {
+	if l == nil { // acquire named the nodes that failed
+		stopProbe()
+		<-probe
 		return code
 	}
+	defer reportProbe(probe, "run", stderr)()
 	r := runner{lock: l, path: path, argv: argv, ttl: f.ttl, grace: f.grace, foreground: f.foreground, extended: extended,
 		log: log, addrs: addrsOf(opts), stdout: stdout, stderr: stderr}
 	return r.run(ctx, sigs)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencedlock/fencedlock/internal/doctor"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -26,7 +27,9 @@ value, and the range of the counters on those nodes. The holder's token is not
 stored on the nodes: it was the highest counter when the hold was acquired, so
 it is at most the top of that range, and equal to it while nodes are healthy
 and no other key of the slot was locked since. Nodes that do not answer are
-reported in their row.
+reported in their row, and named on stderr; fewer than 3 nodes draw a
+warning there (no node of them may fail). 'fencedlock doctor' checks the
+nodes' configuration.
 `
 
 const statusFooter = `Exit status:
@@ -43,6 +46,8 @@ type nodeStatus struct {
 	PTTLMs *int64  `json:"pttl_ms"`         // null when the key is absent; -1: no expiry
 	Fence  *uint64 `json:"fence"`           // the slot's fence counter; null when the node failed
 	Error  string  `json:"error,omitempty"` // why the node did not answer
+
+	unreachable error // the error, when the node did not answer at all (reach.go)
 }
 
 // quorumStatus says whether a quorum holds the key.
@@ -81,6 +86,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	clients := dial(opts)
 	defer closeAll(clients)
+	warnTolerance(stderr, "status", len(clients))
 
 	rep := statusReport{Key: f.key, FenceKey: redlock.FenceKey(f.key), Nodes: make([]nodeStatus, len(clients))}
 	var wg sync.WaitGroup
@@ -108,6 +114,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "fencedlock status: no node answered:\n  %s\n", strings.Join(failed, "\n  "))
 		return exitFailure
 	}
+	for _, n := range rep.Nodes {
+		if n.unreachable != nil {
+			fmt.Fprintf(stderr, "fencedlock status: warning: %s\n", unreachableLine(n.Addr, n.unreachable))
+		}
+	}
 	return exitOK
 }
 
@@ -126,6 +137,9 @@ func queryNode(ctx context.Context, rdb *redis.Client, key, fenceKey string, tim
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		st.Error = describe(err)
+		if doctor.Unreachable(err) {
+			st.unreachable = err
+		}
 		return st
 	}
 	var counter uint64

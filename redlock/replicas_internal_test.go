@@ -19,7 +19,9 @@ import (
 // caught up.
 func startLaggingPair(t *testing.T) (primary, other, replica *redis.Client, link *holdproxy.Proxy) {
 	t.Helper()
-	p := redistest.Start(t)
+	// A diskless first sync waits repl-diskless-sync-delay (5s by default)
+	// for more replicas to share it: there is one.
+	p := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
 	link, err := holdproxy.Start(p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +36,8 @@ func startLaggingPair(t *testing.T) (primary, other, replica *redis.Client, link
 
 // caughtUp writes a marker on the primary and waits (WAIT, on the same
 // connection) until the replica acknowledged it and everything before it;
-// a first sync waits for the primary's repl-diskless-sync-delay (5s by
-// default).
+// a first sync waits for the primary's repl-diskless-sync-delay (none
+// here: see startLaggingPair).
 func caughtUp(t *testing.T, primary *redis.Client) {
 	t.Helper()
 	conn := primary.Conn()

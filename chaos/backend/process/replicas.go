@@ -47,14 +47,14 @@ func (b *Backend) withPair(i int, op string, f func(p *pair) error) error {
 // knows it by that address, so Sentinel's down-after runs from the start
 // of the hold), lag passes, the primary is stopped (SIGSTOP), and Sentinel
 // promotes the replica. Every wait is bounded by Sentinel's own timing
-// (sentinelTiming.settle).
+// (sentinel.Timing.Settle).
 func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error {
 	if lag < 0 {
 		return fmt.Errorf("process: failover lag %v: want >= 0", lag)
 	}
 	return b.withPair(i, "fail over", func(p *pair) error {
 		t := b.timing
-		if err := p.waitWhole(ctx, b.sentinel, t, t.settle()); err != nil {
+		if err := p.waitWhole(ctx, b.sentinel, t, t.Settle()); err != nil {
 			return fmt.Errorf("the pair is not whole: %w", err)
 		}
 		old := p.primaryIndex()
@@ -65,7 +65,7 @@ func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 			err = stopped.Pause()
 		}
 		if err == nil {
-			err = p.waitPrimary(ctx, b.sentinel, 1-old, t, t.settle())
+			err = p.waitPrimary(ctx, b.sentinel, 1-old, t, t.Settle())
 		}
 		if err != nil {
 			// Leave the pair as it was: whichever Sentinel names, with the
@@ -94,7 +94,7 @@ func (b *Backend) Rejoin(ctx context.Context, i int) error {
 			r.Release()
 		}
 		t := b.timing
-		return p.waitWhole(ctx, b.sentinel, t, t.settle())
+		return p.waitWhole(ctx, b.sentinel, t, t.Settle())
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
 // Backend is the container backend.Backend: N Redis containers from one image, on a
@@ -79,15 +80,18 @@ type Backend struct {
 	server   *toxiproxy.ApiServer
 	faketime bool // the image has libfaketime at faketimePath
 	nodes    []*dockerNode
+	timing   sentinel.Timing
+	sentinel *sentinelCtr // nil without replicas
 
 	mu     sync.Mutex // protects closed
 	closed bool
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Direct  = (*Backend)(nil)
-	_ backend.Proxied = (*Backend)(nil)
+	_ backend.Backend    = (*Backend)(nil)
+	_ backend.Direct     = (*Backend)(nil)
+	_ backend.Proxied    = (*Backend)(nil)
+	_ backend.Replicated = (*Backend)(nil)
 )
 
 // Images for Docker backends.
@@ -117,6 +121,7 @@ type config struct {
 	args         []string
 	startTimeout time.Duration
 	logger       tclog.Logger
+	replicaTTL   time.Duration // > 0: WithReplicas
 }
 
 // WithImage sets the Redis image. Any image whose entrypoint runs
@@ -177,6 +182,7 @@ func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 		cli:      provider.Client(),
 		run:      hex.EncodeToString(id[:]),
 		server:   netfault.NewServer(),
+		timing:   sentinel.TimingFor(cfg.replicaTTL),
 	}
 	d.labels = map[string]string{LabelChaos: "1", LabelRun: d.run, LabelOwner: owner()}
 	if err := d.setup(ctx, n); err != nil {
@@ -218,10 +224,19 @@ func (d *Backend) setup(ctx context.Context, n int) error {
 		if err != nil {
 			return fmt.Errorf("docker: node %d: %w", i, err)
 		}
-		if i == 0 {
+		if i == 0 && node.ctr != nil {
 			_, err := d.cli.ContainerStatPath(ctx, node.ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
 			d.faketime = err == nil
 		}
+	}
+	if d.cfg.replicaTTL > 0 {
+		pairs := make([]*pair, len(d.nodes))
+		for i, n := range d.nodes {
+			pairs[i] = n.pair
+		}
+		s, err := d.startSentinel(ctx, pairs)
+		d.sentinel = s // so that Close removes it
+		return err
 	}
 	return nil
 }
@@ -251,6 +266,9 @@ func (d *Backend) DirectAddr(i int) (string, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.pair != nil {
+		return n.pair.servers[n.pair.primaryIndex()].published, nil
+	}
 	if !n.running || !n.connected {
 		return "", fmt.Errorf("docker: node %d has no published port now: %w", i, backend.ErrNotRunning)
 	}
@@ -268,6 +286,9 @@ func (d *Backend) ContainerID(i int) (string, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.pair != nil {
+		return n.pair.servers[n.pair.primaryIndex()].ctr.GetContainerID(), nil
+	}
 	if n.ctr == nil {
 		return "", fmt.Errorf("docker: node %d has no container now", i)
 	}
@@ -309,6 +330,12 @@ func (d *Backend) Close() error {
 	var errs []error
 	for _, n := range d.nodes {
 		n.stopProxy()
+	}
+	if d.sentinel != nil {
+		// Before the nodes, so that it fails none over as they go.
+		if err := d.sentinel.close(ctx, d.cli); err != nil {
+			errs = append(errs, fmt.Errorf("docker: close sentinel: %w", err))
+		}
 	}
 	for _, n := range d.nodes {
 		n.mu.Lock() // let an operation in progress finish

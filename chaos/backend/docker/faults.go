@@ -11,6 +11,10 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
+// errReplicated is what the container operations answer on a replicated
+// node (see WithReplicas).
+var errReplicated = fmt.Errorf("%w on a node with a replica (the failover fault acts on its containers)", backend.ErrUnsupported)
+
 // withNode runs f on node i, serialised with the node's other container
 // operations, and wraps its error.
 //
@@ -36,6 +40,9 @@ func (d *Backend) withNode(ctx context.Context, i int, op string, f func(ctx con
 // Kill implements Backend: docker kill.
 func (d *Backend) Kill(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "kill", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		if !n.running {
 			return nil
 		}
@@ -46,6 +53,9 @@ func (d *Backend) Kill(ctx context.Context, i int) error {
 // Start implements Backend: docker start.
 func (d *Backend) Start(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "start", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		if n.running {
 			return nil
 		}
@@ -57,6 +67,9 @@ func (d *Backend) Start(ctx context.Context, i int) error {
 // container on a new, empty volume.
 func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	return d.withNode(ctx, i, "restart", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		if !withData {
 			return n.recreate(ctx, false)
 		}
@@ -70,6 +83,9 @@ func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 // Pause implements Backend: docker pause.
 func (d *Backend) Pause(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "pause", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		if !n.running {
 			return backend.ErrNotRunning
 		}
@@ -87,6 +103,9 @@ func (d *Backend) Pause(ctx context.Context, i int) error {
 // Resume implements Backend: docker unpause.
 func (d *Backend) Resume(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "resume", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		if !n.running {
 			return backend.ErrNotRunning
 		}
@@ -109,6 +128,9 @@ func (d *Backend) Partition(ctx context.Context, i int) error {
 		return fmt.Errorf("docker: partition: %w", err)
 	}
 	n.net.SetPartitioned(true)
+	if n.pair != nil {
+		return nil // the proxy only: the pair stays whole behind it
+	}
 	return d.withNode(ctx, i, "partition", func(ctx context.Context, n *dockerNode) error {
 		n.partitioned = true
 		if err := n.cut(ctx); err != nil {
@@ -186,6 +208,9 @@ func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 		}
 	}
 	return d.withNode(ctx, i, "clock skew", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		old := n.skew
 		n.skew = spec
 		if err := n.recreate(ctx, true); err != nil {

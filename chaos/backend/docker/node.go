@@ -40,6 +40,7 @@ type dockerNode struct {
 	proxy *toxiproxy.Proxy
 	relay *relay
 	net   *netfault.State
+	pair  *pair // nil without replicas; set at the start, then only read
 
 	mu          sync.Mutex               // serialises container operations on this node; protects the fields below
 	ctr         testcontainers.Container // nil after remove, until the next create
@@ -72,7 +73,12 @@ func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
 	n.proxy, n.addr = p, p.Listen
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.recreate(ctx, true); err != nil {
+	if d.cfg.replicaTTL > 0 {
+		n.pair, err = d.startPair(ctx, i, r)
+	} else {
+		err = n.recreate(ctx, true)
+	}
+	if err != nil {
 		return n, err
 	}
 	if err := redisproc.WaitPing(ctx, n.addr, d.cfg.startTimeout, nil); err != nil {
@@ -103,31 +109,10 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 			env[k] = v
 		}
 	}
-	args := []string{
-		"--port", strconv.Itoa(redisPort),
-		"--protected-mode", "no", // Debian's build keeps it on; the nodes are reached from outside the container
-		"--dir", "/data",
-		"--save", "",
-		"--appendonly", "yes", "--appendfsync", "always",
-	}
-	req := testcontainers.ContainerRequest{
-		Image:          d.cfg.image,
-		Name:           n.name,
-		Cmd:            append(args, d.cfg.args...),
-		Env:            env,
-		Labels:         d.labels,
-		ExposedPorts:   []string{strconv.Itoa(redisPort) + "/tcp"},
-		Networks:       []string{d.net.Name},
-		NetworkAliases: map[string][]string{d.net.Name: {n.alias}},
-		Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(n.name, "/data")},
-		WaitingFor:     pingReady{host: d.host, timeout: d.cfg.startTimeout},
-		HostConfigModifier: func(hc *container.HostConfig) {
-			if d.loopback {
-				port, _ := mobynet.PortFrom(redisPort, mobynet.TCP)
-				hc.PortBindings = mobynet.PortMap{port: {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}}
-			}
-		},
-	}
+	req := d.request(n.name, append(serverArgs(), d.cfg.args...))
+	req.Env = env
+	req.NetworkAliases = map[string][]string{d.net.Name: {n.alias}}
+	req.Mounts = testcontainers.ContainerMounts{testcontainers.VolumeMount(n.name, "/data")}
 	ctr, err := d.provider.CreateContainer(ctx, req)
 	if ctr != nil {
 		n.ctr = ctr // removed with the rest even if creating it failed half-way
@@ -137,6 +122,40 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 	}
 	n.connected = true
 	return n.start(ctx)
+}
+
+// serverArgs are the redis-server arguments of every node server: the
+// append-only file fsynced at every write, in /data.
+func serverArgs() []string {
+	return []string{
+		"--port", strconv.Itoa(redisPort),
+		"--protected-mode", "no", // Debian's build keeps it on; the nodes are reached from outside the container
+		"--dir", "/data",
+		"--save", "",
+		"--appendonly", "yes", "--appendfsync", "always",
+	}
+}
+
+// request is what creates a container named name from the image, on the
+// network, that runs the image's redis-server with args on redisPort,
+// published (on loopback when the engine is this machine), and is ready
+// once it answers PING there.
+func (d *Backend) request(name string, args []string) testcontainers.ContainerRequest {
+	return testcontainers.ContainerRequest{
+		Image:        d.cfg.image,
+		Name:         name,
+		Cmd:          args,
+		Labels:       d.labels,
+		ExposedPorts: []string{strconv.Itoa(redisPort) + "/tcp"},
+		Networks:     []string{d.net.Name},
+		WaitingFor:   pingReady{host: d.host, timeout: d.cfg.startTimeout},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			if d.loopback {
+				port, _ := mobynet.PortFrom(redisPort, mobynet.TCP)
+				hc.PortBindings = mobynet.PortMap{port: {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}}
+			}
+		},
+	}
 }
 
 // start starts the stopped container and waits until it answers on its
@@ -192,6 +211,9 @@ func (n *dockerNode) kill(ctx context.Context) error {
 func (n *dockerNode) remove(ctx context.Context, volume bool) error {
 	n.relay.setUpstream("")
 	n.published = ""
+	if n.pair != nil {
+		return n.pair.remove(ctx, n.d.cli)
+	}
 	if n.ctr != nil {
 		_, err := n.d.cli.ContainerRemove(ctx, n.ctr.GetContainerID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !errdefs.IsNotFound(err) {

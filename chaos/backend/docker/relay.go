@@ -61,6 +61,21 @@ func (r *relay) setUpstream(addr string) {
 	r.upstream = addr
 }
 
+// retarget points new connections at addr and, if that is a change,
+// closes every open one: the clients of a primary that failed over see
+// their connections end, and dial the new primary.
+func (r *relay) retarget(addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if addr == r.upstream {
+		return
+	}
+	r.upstream = addr
+	for c := range r.conns {
+		_ = c.Close()
+	}
+}
+
 func (r *relay) target() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

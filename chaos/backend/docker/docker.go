@@ -224,8 +224,12 @@ func (d *Backend) setup(ctx context.Context, n int) error {
 		if err != nil {
 			return fmt.Errorf("docker: node %d: %w", i, err)
 		}
-		if i == 0 && node.ctr != nil {
-			_, err := d.cli.ContainerStatPath(ctx, node.ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
+		if i == 0 {
+			ctr := node.ctr
+			if node.pair != nil {
+				ctr = node.pair.servers[0].ctr
+			}
+			_, err := d.cli.ContainerStatPath(ctx, ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
 			d.faketime = err == nil
 		}
 	}

@@ -38,14 +38,45 @@ func TestDockerFailoverLosesWhatTheReplicaLacked(t *testing.T) {
 	}
 }
 
-// On a replicated node the container operations are unsupported, and
-// FailOver on a plain backend too.
-func TestDockerReplicatedUnsupported(t *testing.T) {
-	plain := newDockerBackend(t, 1)
-	if err := plain.FailOver(t.Context(), 0, 0); !errors.Is(err, backend.ErrUnsupported) {
-		t.Errorf("FailOver without replicas: %v, want ErrUnsupported", err)
+// A primary paused for longer than Sentinel's down-after is failed over by
+// Sentinel on its own, as in production: the node's address follows the
+// promotion (Sentinel's +switch-master, nothing else, moves it), and the
+// paused server, resumed, rejoins as a replica. The container operations
+// that would move a server on the network are unsupported.
+func TestDockerReplicatedPauseFailsOver(t *testing.T) {
+	b := newDockerBackend(t, 1, docker.WithReplicas(replicaTTL))
+	ctx := t.Context()
+	for name, op := range map[string]func() error{
+		"kill":       func() error { return b.Kill(ctx, 0) },
+		"start":      func() error { return b.Start(ctx, 0) },
+		"restart":    func() error { return b.Restart(ctx, 0, true) },
+		"clock skew": func() error { return b.SetClockSkew(ctx, 0, "+1s") },
+	} {
+		if err := op(); !errors.Is(err, backend.ErrUnsupported) {
+			t.Errorf("%s of a replicated node: %v, want ErrUnsupported", name, err)
+		}
 	}
-	if err := plain.FailOver(t.Context(), 0, -time.Second); err == nil {
-		t.Error("FailOver with a negative lag accepted")
+	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
+	paused, err := b.DirectAddr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := b.Pause(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Sentinel's bound: down-after and one failover attempt.
+	backendtest.Eventually(t, backendtest.WaitLimit, "a write through the node's address", func() error {
+		return c.Set(ctx, "k", "v", 0).Err()
+	})
+	t.Logf("Sentinel failed the paused primary over in %v", time.Since(t0))
+	if now, err := b.DirectAddr(0); err != nil || now == paused {
+		t.Fatalf("primary after the pause: %s, %v (paused %s)", now, err, paused)
+	}
+	if err := b.Rejoin(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := docker.ReplicaAddr(b, 0); got != paused {
+		t.Fatalf("replica after the rejoin is %s, want the paused server %s", got, paused)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // errReplicated is what the container operations answer on a replicated
 // node (see WithReplicas).
-var errReplicated = fmt.Errorf("%w on a node with a replica (the failover fault acts on its containers)", backend.ErrUnsupported)
+var errReplicated = fmt.Errorf("%w on a node with a replica (pause and failover act on its containers)", backend.ErrUnsupported)
 
 // withNode runs f on node i, serialised with the node's other container
 // operations, and wraps its error.
@@ -80,11 +80,11 @@ func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	})
 }
 
-// Pause implements Backend: docker pause.
+// Pause implements Backend: docker pause (of a pair, of its primary).
 func (d *Backend) Pause(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "pause", func(ctx context.Context, n *dockerNode) error {
 		if n.pair != nil {
-			return errReplicated
+			return d.pauseServer(ctx, n.pair.servers[n.pair.primaryIndex()])
 		}
 		if !n.running {
 			return backend.ErrNotRunning
@@ -104,7 +104,14 @@ func (d *Backend) Pause(ctx context.Context, i int) error {
 func (d *Backend) Resume(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "resume", func(ctx context.Context, n *dockerNode) error {
 		if n.pair != nil {
-			return errReplicated
+			// Whichever is paused: Sentinel may have failed the pair over
+			// meanwhile, and then makes the resumed server a replica.
+			for _, srv := range n.pair.servers {
+				if err := d.resumeServer(ctx, srv); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		if !n.running {
 			return backend.ErrNotRunning

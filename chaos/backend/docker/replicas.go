@@ -21,10 +21,16 @@ import (
 // Replication is asynchronous, as Redis's is.
 //
 // FailOver and Rejoin (backend.Replicated) fail a node over on demand.
-// Partition, latency and lost replies act between the clients and the
-// node, in the proxy, not on replication (the containers stay on their
-// network). Kill, Start, Restart, Pause, Resume and SetClockSkew return
-// errors wrapping backend.ErrUnsupported on a replicated node. Default:
+// Pause acts on the current primary, and Resume resumes whichever server
+// is paused: a pause longer than Sentinel's down-after makes Sentinel fail
+// the pair over, as in production, and the resumed server is made a
+// replica by Sentinel. Partition, latency and lost replies act between
+// the clients and the node, in the proxy, not on replication (the
+// containers stay on their network). Kill, Start, Restart and
+// SetClockSkew return errors wrapping backend.ErrUnsupported on a
+// replicated node: Sentinel knows each server by its address on the
+// network, which Docker may change when a container starts again or is
+// created anew. Default:
 // plain nodes, with no replica, for which FailOver returns
 // backend.ErrUnsupported.
 func WithReplicas(ttl time.Duration) Option { return func(c *config) { c.replicaTTL = ttl } }

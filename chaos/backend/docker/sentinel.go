@@ -39,7 +39,7 @@ func (d *Backend) startSentinel(ctx context.Context, pairs []*pair) (*sentinelCt
 		byName[p.name] = p
 	}
 	req := d.request("fencedlock-chaos-"+d.run+"-sentinel", []string{sentinelConf, "--sentinel", "--port", strconv.Itoa(redisPort), "--protected-mode", "no"})
-	req.Files = []testcontainers.ContainerFile{{Reader: strings.NewReader(sentinel.Config(ms, d.timing)), ContainerFilePath: sentinelConf, FileMode: 0o644}}
+	req.Files = []testcontainers.ContainerFile{{Reader: strings.NewReader(sentinel.Config(ms, d.timing)), ContainerFilePath: sentinelConf, FileMode: 0o666}}
 	srv, err := d.startContainer(ctx, req)
 	if srv == nil {
 		return nil, fmt.Errorf("docker: sentinel: %w", err)

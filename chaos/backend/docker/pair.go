@@ -85,11 +85,7 @@ func (d *Backend) startServer(ctx context.Context, name string, extra []string) 
 		// by default for more replicas to share it: a pair has one).
 		"--repl-diskless-sync-delay", "0")
 	args = append(append(args, extra...), d.cfg.args...)
-	srv, err := d.startContainer(ctx, d.request(name, args))
-	if err != nil {
-		return srv, err
-	}
-	return srv, nil
+	return d.startContainer(ctx, d.request(name, args))
 }
 
 // startContainer creates and starts a container from req and finds its

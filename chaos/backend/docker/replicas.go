@@ -8,6 +8,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
 // WithReplicas makes each node a primary with one replica, two containers
@@ -65,7 +66,7 @@ func (d *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 		old := p.primaryIndex()
 		err := p.holdBack(ctx, old, t.DownAfter)
 		if err == nil {
-			err = sleep(ctx, lag)
+			err = sentinel.Sleep(ctx, lag)
 		}
 		if err == nil {
 			err = d.pauseServer(ctx, p.servers[old])
@@ -129,19 +130,4 @@ func (d *Backend) resumeServer(ctx context.Context, s *server) error {
 	}
 	s.paused = false
 	return nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

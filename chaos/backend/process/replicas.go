@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
 // WithReplicas makes each node a primary with one replica, both
@@ -60,7 +61,7 @@ func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 		old := p.primaryIndex()
 		held, stopped := p.repl[old], p.procs[old]
 		held.Hold()
-		err := sleep(ctx, lag)
+		err := sentinel.Sleep(ctx, lag)
 		if err == nil {
 			err = stopped.Pause()
 		}
@@ -96,19 +97,4 @@ func (b *Backend) Rejoin(ctx context.Context, i int) error {
 		t := b.timing
 		return p.waitWhole(ctx, b.sentinel, t, t.Settle())
 	})
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

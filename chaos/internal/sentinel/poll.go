@@ -35,6 +35,21 @@ func Poll(ctx context.Context, period, bound time.Duration, check func() error, 
 	}
 }
 
+// Sleep waits d (a failover's lag) or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Command runs one command on the server at addr.
 func Command(ctx context.Context, addr string, timeout time.Duration, args ...any) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})

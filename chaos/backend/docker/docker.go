@@ -1,8 +1,10 @@
 // Package docker is the container backend of the chaos harness: each node a
 // Redis container (through testcontainers-go) on a private Docker network,
 // behind an in-process fault proxy whose address clients keep across
-// restarts. It implements backend.Backend and backend.Direct. Sweep removes
-// what runs that died left behind.
+// restarts. It implements backend.Backend, backend.Direct, backend.Proxied
+// and, with WithReplicas (each node a primary and a replica container under
+// a Sentinel container), backend.Replicated. Sweep removes what runs that
+// died left behind.
 package docker
 
 import (

@@ -187,6 +187,7 @@ func TestToleratedFaultsDocker(t *testing.T) {
 // explains its violations, and it leaves nothing behind in the engine.
 func TestFailoverDocker(t *testing.T) {
 	testenv.RequireDocker(t)
+	shortTiming(t, "docker") // calibrated once per test binary: not this run's time
 	t0 := time.Now()
 	run := shortRun(t, "docker", true, fault.Failover)
 	res := run.Result

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/relay"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
@@ -38,7 +39,7 @@ type dockerNode struct {
 	alias string // on the Backend's network
 	addr  string // the proxy's
 	proxy *toxiproxy.Proxy
-	relay *relay
+	relay *relay.Relay
 	net   *netfault.State
 	pair  *pair // nil without replicas; set at the start, then only read
 
@@ -60,14 +61,14 @@ func (n *dockerNode) Addr() string { return n.addr }
 // far, for Close to remove.
 func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
 	n := &dockerNode{d: d, index: i, name: d.name(i), alias: "node" + strconv.Itoa(i), net: netfault.NewState()}
-	r, err := newRelay(n.net)
+	r, err := relay.New(n.net)
 	if err != nil {
 		return nil, err
 	}
 	n.relay = r
-	p, err := netfault.StartProxy(d.server, n.name, r.addr(), n.net)
+	p, err := netfault.StartProxy(d.server, n.name, r.Addr(), n.net)
 	if err != nil {
-		r.close()
+		r.Close()
 		return nil, err
 	}
 	n.proxy, n.addr = p, p.Listen
@@ -89,7 +90,7 @@ func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
 
 func (n *dockerNode) stopProxy() {
 	netfault.StopProxy(n.proxy, n.net)
-	n.relay.close()
+	n.relay.Close()
 }
 
 // recreate replaces the container (and, without keepData, empties its
@@ -178,7 +179,7 @@ func (n *dockerNode) start(ctx context.Context) error {
 		return err
 	}
 	n.running, n.paused, n.published = true, false, addr
-	n.relay.setUpstream(addr)
+	n.relay.SetUpstream(addr)
 	if n.partitioned {
 		return n.cut(ctx)
 	}
@@ -189,7 +190,7 @@ func (n *dockerNode) start(ctx context.Context) error {
 func (n *dockerNode) kill(ctx context.Context) error {
 	// First, so that no new connection goes to a port Docker may hand to
 	// another container.
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
 	if n.ctr == nil {
 		return nil
@@ -209,7 +210,7 @@ func (n *dockerNode) kill(ctx context.Context) error {
 // remove removes the container, and its volume too if volume is set.
 // n.mu must be held.
 func (n *dockerNode) remove(ctx context.Context, volume bool) error {
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
 	if n.pair != nil {
 		return n.pair.remove(ctx, n.d.cli)
@@ -233,7 +234,7 @@ func (n *dockerNode) remove(ctx context.Context, volume bool) error {
 
 // cut disconnects the container from the network. n.mu must be held.
 func (n *dockerNode) cut(ctx context.Context) error {
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
 	if !n.connected || n.ctr == nil {
 		return nil
@@ -270,7 +271,7 @@ func (n *dockerNode) join(ctx context.Context) error {
 		return err
 	}
 	n.published = addr
-	n.relay.setUpstream(addr)
+	n.relay.SetUpstream(addr)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
+	"github.com/fencedlock/fencedlock/chaos/internal/relay"
 	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
@@ -36,7 +37,7 @@ type pair struct {
 	mu      sync.Mutex    // protects primary, changed
 	primary int           // index in servers of the primary Sentinel last named
 	changed chan struct{} // closed and replaced when primary changes
-	relay   *relay
+	relay   *relay.Relay
 }
 
 // server is one container of a pair. Its fields change only under the
@@ -55,7 +56,7 @@ func (s *server) addr() string { return net.JoinHostPort(s.ip, strconv.Itoa(redi
 // startPair starts node i's two servers, the second a replica of the
 // first, and points the relay at the first. On error it returns the pair
 // so far, for Close to remove.
-func (d *Backend) startPair(ctx context.Context, i int, r *relay) (*pair, error) {
+func (d *Backend) startPair(ctx context.Context, i int, r *relay.Relay) (*pair, error) {
 	p := &pair{name: "node" + strconv.Itoa(i), changed: make(chan struct{}), relay: r}
 	for s := range p.servers {
 		var extra []string
@@ -70,7 +71,7 @@ func (d *Backend) startPair(ctx context.Context, i int, r *relay) (*pair, error)
 			return p, err
 		}
 	}
-	r.retarget(p.servers[0].published)
+	r.Retarget(p.servers[0].published)
 	return p, nil
 }
 
@@ -143,7 +144,7 @@ func (p *pair) follow(addr string) {
 			continue
 		}
 		p.primary = s
-		p.relay.retarget(srv.published)
+		p.relay.Retarget(srv.published)
 		close(p.changed)
 		p.changed = make(chan struct{})
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/relay"
 	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 	"github.com/fencedlock/fencedlock/internal/holdproxy"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
@@ -25,7 +27,7 @@ type pair struct {
 	name  string // Sentinel's name for it
 	procs [2]*redisproc.Proc
 	repl  [2]*holdproxy.Proxy // replication addresses, by server
-	relay *relay
+	relay *relay.Relay
 
 	mu      sync.Mutex    // protects primary, changed
 	primary int           // index in procs of the primary Sentinel last named
@@ -49,11 +51,14 @@ func startPair(ctx context.Context, name string, cfg config) (*pair, error) {
 		p.close()
 		return nil, fmt.Errorf("replica: %w", err)
 	}
-	r, err := startRelay(p.procs[0].Addr())
+	// The relay's own fault state stays healthy: partitions act in the
+	// node's proxy, in front of it.
+	r, err := relay.New(netfault.NewState())
 	if err != nil {
 		p.close()
 		return nil, err
 	}
+	r.SetUpstream(p.procs[0].Addr())
 	p.relay = r
 	return p, nil
 }
@@ -112,7 +117,7 @@ func (p *pair) follow(addr string) {
 			continue
 		}
 		p.primary = s
-		p.relay.retarget(p.procs[s].Addr())
+		p.relay.Retarget(p.procs[s].Addr())
 		close(p.changed)
 		p.changed = make(chan struct{})
 	}
@@ -179,7 +184,7 @@ func (p *pair) changedCh() <-chan struct{} {
 // close stops the relay, the servers and their proxies.
 func (p *pair) close() error {
 	if p.relay != nil {
-		p.relay.close()
+		p.relay.Close()
 	}
 	var errs []error
 	for s := range p.procs {

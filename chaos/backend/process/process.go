@@ -171,7 +171,7 @@ func (b *Backend) startNode(ctx context.Context, i int, cfg config) (*procNode, 
 		if err != nil {
 			return nil, fmt.Errorf("process: node %d: %w", i, err)
 		}
-		node.pair, upstream = p, p.relay.addr()
+		node.pair, upstream = p, p.relay.Addr()
 	} else {
 		proc, err := redisproc.Start(ctx, redisproc.Config{
 			Binary:       cfg.binary,

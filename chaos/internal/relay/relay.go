@@ -1,4 +1,9 @@
-package docker
+// Package relay is the hop between a node's fault proxy and the server
+// behind it, for servers whose address changes while clients keep the
+// proxy's: a container that Docker publishes on a new port after every
+// start and network reconnect, or the current primary of a pair that
+// Sentinel fails over.
+package relay
 
 import (
 	"io"
@@ -9,62 +14,64 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
 )
 
-// relay is the hop between a container node's fault proxy and the container.
-// Docker publishes the container's port on a new host port after every start
-// and every network reconnect, so the relay dials whatever address it was
-// last given; the proxy in front of it, which clients know, never changes.
+// Relay forwards each connection from its own loopback address to the
+// upstream address it was last given (SetUpstream, Retarget).
 //
 // While the node is down (no address), the relay closes each connection at
 // once: clients see a reset, as from a dead server. While the node is
-// partitioned (its netState says so; the proxy's gates drop every byte
-// meanwhile), the relay never closes a client's connection, even when the
-// container side goes away (disconnecting the container from its network
+// partitioned (its netfault.State says so; the proxy's gates drop every
+// byte meanwhile), the relay never closes a client's connection, even when
+// the server side goes away (disconnecting a container from its network
 // makes Docker drop the published port and its connections): it holds it,
 // discarding its bytes, until the partition heals, and closes it then. So a
-// partition looks like packet loss to clients, not like a refusal.
-type relay struct {
+// partition looks like packet loss to clients, not like a refusal. A Relay
+// is safe for concurrent use.
+type Relay struct {
 	ln   net.Listener
 	st   *netfault.State // the node's fault state, shared with its proxy's gates
-	done chan struct{}   // closed by close
+	done chan struct{}   // closed by Close
 
 	mu       sync.Mutex // protects upstream, conns, closed
-	upstream string     // the container's published address; "" while down
+	upstream string     // the server's address; "" while down
 	conns    map[net.Conn]struct{}
 	closed   bool
 
 	wg sync.WaitGroup // the accept loop and one per connection
 }
 
-// dialTimeout bounds the relay's dial to the published port: on a local
-// engine it answers in microseconds or refuses at once.
+// dialTimeout bounds the relay's dial to the server: a local process, or
+// a port published by a local engine, answers in microseconds or refuses at
+// once.
 const dialTimeout = time.Second
 
-func newRelay(st *netfault.State) (*relay, error) {
+// New listens on a free loopback port, with no upstream yet; st is the
+// node's fault state, shared with its proxy.
+func New(st *netfault.State) (*Relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{ln: ln, st: st, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	r := &Relay{ln: ln, st: st, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil
 }
 
-// addr is where the proxy forwards to.
-func (r *relay) addr() string { return r.ln.Addr().String() }
+// Addr is where the proxy forwards to.
+func (r *Relay) Addr() string { return r.ln.Addr().String() }
 
-// setUpstream points new connections at addr ("" while the node is down).
+// SetUpstream points new connections at addr ("" while the node is down).
 // Connections already open stay as they are.
-func (r *relay) setUpstream(addr string) {
+func (r *Relay) SetUpstream(addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.upstream = addr
 }
 
-// retarget points new connections at addr and, if that is a change,
+// Retarget points new connections at addr and, if that is a change,
 // closes every open one: the clients of a primary that failed over see
 // their connections end, and dial the new primary.
-func (r *relay) retarget(addr string) {
+func (r *Relay) Retarget(addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if addr == r.upstream {
@@ -76,14 +83,14 @@ func (r *relay) retarget(addr string) {
 	}
 }
 
-func (r *relay) target() string {
+func (r *Relay) target() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.upstream
 }
 
 // track adds c to the open connections, or reports false once closed.
-func (r *relay) track(c net.Conn) bool {
+func (r *Relay) track(c net.Conn) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -93,13 +100,26 @@ func (r *relay) track(c net.Conn) bool {
 	return true
 }
 
-func (r *relay) untrack(c net.Conn) {
+// trackTo adds u, dialled to up, to the open connections, or reports false
+// once closed or pointed elsewhere meanwhile: a connection to the old
+// primary must not outlive a Retarget that raced with its dial.
+func (r *Relay) trackTo(up string, u net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.upstream != up {
+		return false
+	}
+	r.conns[u] = struct{}{}
+	return true
+}
+
+func (r *Relay) untrack(c net.Conn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.conns, c)
 }
 
-func (r *relay) accept() {
+func (r *Relay) accept() {
 	defer r.wg.Done()
 	for {
 		c, err := r.ln.Accept()
@@ -120,8 +140,8 @@ func (r *relay) accept() {
 	}
 }
 
-// serve forwards c to the container until either side ends.
-func (r *relay) serve(c net.Conn) {
+// serve forwards c to the server until either side ends.
+func (r *Relay) serve(c net.Conn) {
 	if r.st.View().Partitioned {
 		r.hold(c)
 		return
@@ -135,7 +155,7 @@ func (r *relay) serve(c net.Conn) {
 		r.hold(c)
 		return
 	}
-	if !r.track(u) {
+	if !r.trackTo(up, u) {
 		_ = u.Close()
 		return
 	}
@@ -145,7 +165,7 @@ func (r *relay) serve(c net.Conn) {
 	go func() { _, _ = io.Copy(c, u); ended <- struct{}{} }()
 	<-ended
 	_ = u.Close()
-	r.hold(c) // the container side may have gone with a partition
+	r.hold(c) // the server side may have gone with a partition
 	_ = c.Close()
 	<-ended
 }
@@ -153,7 +173,7 @@ func (r *relay) serve(c net.Conn) {
 // hold keeps c open while the node is partitioned, discarding what arrives,
 // and returns when the partition heals, the client closes c, or the relay
 // closes. It returns at once if the node is not partitioned.
-func (r *relay) hold(c net.Conn) {
+func (r *Relay) hold(c net.Conn) {
 	if !r.st.View().Partitioned {
 		return
 	}
@@ -175,9 +195,9 @@ func (r *relay) hold(c net.Conn) {
 	}
 }
 
-// close stops accepting, closes every open connection and waits for the
+// Close stops accepting, closes every open connection and waits for the
 // relay's goroutines to end.
-func (r *relay) close() {
+func (r *Relay) Close() {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

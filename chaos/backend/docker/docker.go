@@ -61,6 +61,9 @@ import (
 //     /usr/lib/faketime/libfaketime.so.1 (scripts/redis-image.sh puts it
 //     there; the public redis image has none: backend.ErrNoFaketime).
 //
+// With WithReplicas, a node is a pair of containers under a Sentinel
+// container instead, and the faults act as WithReplicas says.
+//
 // A node operation, once begun, is carried through even if its ctx ends
 // (within a bound of its own): Docker takes tens to hundreds of milliseconds
 // per operation, and one cut short would leave a node changed with nobody

@@ -104,13 +104,13 @@ func DefaultFaults() []fault.Kind {
 }
 
 // DockerReplicaFaults returns the node faults the docker backend injects
-// on nodes with replicas: those that act in the proxy between the clients
-// and the node, a pause of the primary, and the failover. (Sentinel knows
-// each server by its address on the containers' network, which Docker may
-// change when a container starts again or is created anew: see
-// docker.WithReplicas.)
+// on nodes with replicas: all but those that create a container anew
+// (restarts without data, clock changes), since Sentinel knows each server
+// by its address on the containers' network, which a new container may
+// not get (see docker.WithReplicas).
 func DockerReplicaFaults() []fault.Kind {
-	return []fault.Kind{fault.Pause, fault.Partition, fault.Latency, fault.LoseReplies, fault.Failover}
+	return []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition, fault.Latency,
+		fault.KillDuringAcquire, fault.LoseReplies, fault.Failover}
 }
 
 // huntOnly reports whether only the hunt's episodes inject k: the hunt's

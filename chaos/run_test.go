@@ -142,7 +142,7 @@ func TestBadConfig(t *testing.T) {
 		{Backend: "vm"},
 		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
 		{Faults: []fault.Kind{fault.Failover}}, // needs replicas
-		{Replicas: true, Backend: "docker"},    // the default faults include kill, which a pair of containers does not take
+		{Replicas: true, Backend: "docker"},    // the default faults include delayed-restart, which a pair of containers does not take
 		{Replicas: true, Backend: "docker", Faults: []fault.Kind{fault.Failover, fault.ClockSkew}},
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {

@@ -276,7 +276,10 @@ func (d *Backend) DirectAddr(i int) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.pair != nil {
-		return n.pair.servers[n.pair.primaryIndex()].published, nil
+		if addr := n.pair.primaryPublished(); addr != "" {
+			return addr, nil
+		}
+		return "", fmt.Errorf("docker: node %d's primary has no published port now: %w", i, backend.ErrNotRunning)
 	}
 	if !n.running || !n.connected {
 		return "", fmt.Errorf("docker: node %d has no published port now: %w", i, backend.ErrNotRunning)

@@ -4,5 +4,5 @@ package docker
 // read what replication brought it.
 func ReplicaAddr(b *Backend, i int) string {
 	p := b.nodes[i].pair
-	return p.servers[1-p.primaryIndex()].published
+	return p.publishedAddr(1 - p.primaryIndex())
 }

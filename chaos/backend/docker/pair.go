@@ -40,12 +40,14 @@ type pair struct {
 	relay   *relay.Relay
 }
 
-// server is one container of a pair. Its fields change only under the
-// node's mu.
+// server is one container of a pair (or Sentinel's). Its fields change
+// only under the node's mu; published, of a pair's server, under the
+// pair's mu too (the watch reads it).
 type server struct {
 	ctr       testcontainers.Container
 	ip        string // on the Backend's network
-	published string // host:port Docker publishes its Redis port on
+	published string // host:port Docker publishes its Redis port on; "" while stopped
+	running   bool
 	paused    bool
 }
 
@@ -107,15 +109,21 @@ func (d *Backend) startContainer(ctx context.Context, req testcontainers.Contain
 	if srv.published, err = readyAddr(ctx, ctr, d.host, d.cfg.startTimeout); err != nil {
 		return srv, err
 	}
+	srv.running = true
+	srv.ip, err = d.networkIP(ctx, ctr)
+	return srv, err
+}
+
+// networkIP is the container's address on the Backend's network.
+func (d *Backend) networkIP(ctx context.Context, ctr testcontainers.Container) (string, error) {
 	ins, err := ctr.Inspect(ctx)
 	if err != nil {
-		return srv, err
+		return "", err
 	}
 	if ep := ins.NetworkSettings.Networks[d.net.Name]; ep != nil && ep.IPAddress.IsValid() {
-		srv.ip = ep.IPAddress.String()
-		return srv, nil
+		return ep.IPAddress.String(), nil
 	}
-	return srv, fmt.Errorf("container %s has no address on %s", req.Name, d.net.Name)
+	return "", fmt.Errorf("container %s has no address on %s", ctr.GetContainerID(), d.net.Name)
 }
 
 // remove removes the server's container.
@@ -125,6 +133,32 @@ func (s *server) remove(ctx context.Context, cli client.APIClient) error {
 		return fmt.Errorf("remove container: %w", err)
 	}
 	return nil
+}
+
+// publishedAddr is where Docker publishes server s now, "" while it is
+// stopped.
+func (p *pair) publishedAddr(s int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.servers[s].published
+}
+
+// primaryPublished is where Docker publishes the primary now.
+func (p *pair) primaryPublished() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.servers[p.primary].published
+}
+
+// setPublished records where server s is published now ("" while it is
+// stopped), and moves the relay there if s is the primary.
+func (p *pair) setPublished(s int, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.servers[s].published = addr
+	if s == p.primary {
+		p.relay.Retarget(addr)
+	}
 }
 
 // primaryIndex is the index of the primary Sentinel last named.
@@ -168,15 +202,16 @@ func (p *pair) whole(ctx context.Context, s *sentinel.Client, t sentinel.Timing)
 		return err
 	}
 	p.follow(addr)
-	prim, rep := p.servers[p.primaryIndex()], p.servers[1-p.primaryIndex()]
-	pi, err := sentinel.ReplicationInfo(ctx, prim.published)
+	primIdx := p.primaryIndex()
+	prim, rep := p.servers[primIdx], p.servers[1-primIdx]
+	pi, err := sentinel.ReplicationInfo(ctx, p.publishedAddr(primIdx))
 	if err != nil {
 		return err
 	}
 	if pi["role"] != "master" || sentinel.ReplicaState(pi, rep.ip, strconv.Itoa(redisPort)) != "online" {
 		return fmt.Errorf("primary %s: role %s, replica %s not online", prim.addr(), pi["role"], rep.addr())
 	}
-	ri, err := sentinel.ReplicationInfo(ctx, rep.published)
+	ri, err := sentinel.ReplicationInfo(ctx, p.publishedAddr(1-primIdx))
 	if err != nil {
 		return err
 	}
@@ -222,7 +257,7 @@ func (p *pair) letThrough(ctx context.Context, s int, timeout time.Duration) err
 }
 
 func (p *pair) setLinks(ctx context.Context, s int, state string, timeout time.Duration) error {
-	addr := p.servers[s].published
+	addr := p.publishedAddr(s)
 	var errs []error
 	for _, u := range []string{replUser, sentinelUser} {
 		errs = append(errs, sentinel.Command(ctx, addr, timeout, "ACL", "SETUSER", u, state))

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,16 +23,18 @@ import (
 // Replication is asynchronous, as Redis's is.
 //
 // FailOver and Rejoin (backend.Replicated) fail a node over on demand.
-// Pause acts on the current primary, and Resume resumes whichever server
-// is paused: a pause longer than Sentinel's down-after makes Sentinel fail
-// the pair over, as in production, and the resumed server is made a
-// replica by Sentinel. Partition, latency and lost replies act between
-// the clients and the node, in the proxy, not on replication (the
-// containers stay on their network). Kill, Start, Restart and
-// SetClockSkew return errors wrapping backend.ErrUnsupported on a
-// replicated node: Sentinel knows each server by its address on the
-// network, which Docker may change when a container starts again or is
-// created anew. Default:
+// Kill, Restart with data and Pause act on the current primary (docker
+// kill, kill and start, docker pause; the data stays in the container);
+// Start starts whichever server is stopped, Resume resumes whichever is
+// paused. A fault that keeps the primary from Sentinel for longer than its
+// down-after makes Sentinel fail the pair over, as in production, and the
+// server that comes back is made a replica by Sentinel. Partition, latency
+// and lost replies act between the clients and the node, in the proxy,
+// not on replication (the containers stay on their network). Restart
+// without data and SetClockSkew, which create a container anew, return
+// errors wrapping backend.ErrUnsupported on a replicated node: Sentinel
+// knows each server by its address on the network, and a new container
+// may get another. Default:
 // plain nodes, with no replica, for which FailOver returns
 // backend.ErrUnsupported.
 func WithReplicas(ttl time.Duration) Option { return func(c *config) { c.replicaTTL = ttl } }
@@ -107,8 +110,61 @@ func (d *Backend) Rejoin(ctx context.Context, i int) error {
 	})
 }
 
+// killServer is docker kill of server s of p. The node's mu must be held.
+func (d *Backend) killServer(ctx context.Context, p *pair, s int) error {
+	srv := p.servers[s]
+	if !srv.running {
+		return nil
+	}
+	// First, so that no new connection goes to a port Docker may hand to
+	// another container.
+	p.setPublished(s, "")
+	_, err := d.cli.ContainerKill(ctx, srv.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"})
+	if err != nil {
+		// Not running (it died by itself, say) is what kill wants.
+		st, serr := srv.ctr.State(ctx)
+		if serr != nil || st.Running {
+			return fmt.Errorf("kill container: %w", err)
+		}
+	}
+	srv.running, srv.paused = false, false
+	return nil
+}
+
+// startStopped starts server s of p again if it is stopped (its data kept
+// in the container), waits until it answers on its new published port,
+// and checks that it kept its address on the network, where its peer and
+// Sentinel know it. (Docker gives a container that starts again the
+// address it had, unless another container took it meanwhile: on the
+// Backend's own network, none does.) The node's mu must be held.
+func (d *Backend) startStopped(ctx context.Context, p *pair, s int) error {
+	srv := p.servers[s]
+	if srv.running {
+		return nil
+	}
+	if err := srv.ctr.Start(ctx); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	addr, err := readyAddr(ctx, srv.ctr, d.host, d.cfg.startTimeout)
+	if err == nil {
+		var ip string
+		if ip, err = d.networkIP(ctx, srv.ctr); err == nil && ip != srv.ip {
+			err = fmt.Errorf("its address on the network moved from %s to %s, where Sentinel does not look", srv.ip, ip)
+		}
+	}
+	srv.running = true
+	if err != nil {
+		return errors.Join(err, d.killServer(context.WithoutCancel(ctx), p, s))
+	}
+	p.setPublished(s, addr)
+	return nil
+}
+
 // pauseServer is docker pause. The node's mu must be held.
 func (d *Backend) pauseServer(ctx context.Context, s *server) error {
+	if !s.running {
+		return backend.ErrNotRunning
+	}
 	if s.paused {
 		return nil
 	}

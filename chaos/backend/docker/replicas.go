@@ -34,9 +34,8 @@ import (
 // without data and SetClockSkew, which create a container anew, return
 // errors wrapping backend.ErrUnsupported on a replicated node: Sentinel
 // knows each server by its address on the network, and a new container
-// may get another. Default:
-// plain nodes, with no replica, for which FailOver returns
-// backend.ErrUnsupported.
+// may get another. Default: plain nodes, with no replica, for which
+// FailOver returns backend.ErrUnsupported.
 func WithReplicas(ttl time.Duration) Option { return func(c *config) { c.replicaTTL = ttl } }
 
 // withPair runs f on node i's pair, as withNode; without replicas it

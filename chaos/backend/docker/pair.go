@@ -34,7 +34,7 @@ type pair struct {
 	name    string // Sentinel's name for it
 	servers [2]*server
 
-	mu      sync.Mutex    // protects primary, changed
+	mu      sync.Mutex    // protects primary, changed and the servers' published
 	primary int           // index in servers of the primary Sentinel last named
 	changed chan struct{} // closed and replaced when primary changes
 	relay   *relay.Relay

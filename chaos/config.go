@@ -38,8 +38,10 @@ type Config struct {
 	Backend string
 	// Replicas makes each node a primary with an asynchronous replica,
 	// under one Sentinel whose timing is derived from TTL (see
-	// process.WithReplicas); the process backend only. The fault kinds that
-	// NeedsReplicas (failover) require it. Default false: plain nodes.
+	// process.WithReplicas, docker.WithReplicas). The fault kinds that
+	// NeedsReplicas (failover) require it. On the docker backend it takes
+	// only the node faults of DockerReplicaFaults, and client faults.
+	// Default false: plain nodes.
 	Replicas bool
 	TTL      time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
@@ -99,6 +101,16 @@ const ProfileHunt = "hunt"
 // the tolerated kinds (those only the hunt arms, see huntOnly, left out).
 func DefaultFaults() []fault.Kind {
 	return slices.DeleteFunc(fault.Tolerated(), huntOnly)
+}
+
+// DockerReplicaFaults returns the node faults the docker backend injects
+// on nodes with replicas: all but those that create a container anew
+// (restarts without data, clock changes), since Sentinel knows each server
+// by its address on the containers' network, which a new container may
+// not get (see docker.WithReplicas).
+func DockerReplicaFaults() []fault.Kind {
+	return []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition, fault.Latency,
+		fault.KillDuringAcquire, fault.LoseReplies, fault.Failover}
 }
 
 // huntOnly reports whether only the hunt's episodes inject k: the hunt's
@@ -176,8 +188,6 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
-	case c.Replicas && c.Backend != "process":
-		return c, fmt.Errorf("%w: nodes with replicas run on the process backend only, not %s", ErrConfig, c.Backend)
 	}
 	for _, k := range c.Faults {
 		if !c.hunt() && huntOnly(k) {
@@ -192,6 +202,11 @@ func (c Config) withDefaults() (Config, error) {
 	for _, k := range c.Faults {
 		if !k.Known() {
 			return c, fmt.Errorf("%w: %w %q", ErrConfig, fault.ErrUnknown, k)
+		}
+	}
+	for _, k := range c.Faults {
+		if c.Replicas && c.Backend == "docker" && !k.ClientSide() && !slices.Contains(DockerReplicaFaults(), k) {
+			return c, fmt.Errorf("%w: the docker backend's nodes with replicas do not take %s (they take %s, and client faults: --faults)", ErrConfig, k, fault.Join(DockerReplicaFaults()))
 		}
 	}
 	return c, nil

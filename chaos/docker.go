@@ -39,6 +39,9 @@ func newDocker(ctx context.Context, cfg Config) (backend.Backend, error) {
 	if img := os.Getenv(ImageEnv); img != "" {
 		opts = append(opts, docker.WithImage(img))
 	}
+	if cfg.Replicas {
+		opts = append(opts, docker.WithReplicas(cfg.TTL))
+	}
 	b, err := docker.New(ctx, cfg.Nodes, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: starting %d Redis containers: %w", cfg.Nodes, err)

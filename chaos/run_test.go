@@ -35,10 +35,30 @@ func short(t *testing.T, faults ...fault.Kind) checker.Result {
 // shortOn is short on the named backend.
 func shortOn(t *testing.T, backendName string, faults ...fault.Kind) checker.Result {
 	t.Helper()
+	return shortRun(t, backendName, false, faults...).Result
+}
+
+// replicatedRunLimit caps the workload of a short run on nodes with
+// replicas: Sentinel's timing does not follow a TTL below 2s (it declares a
+// primary down after 1s at least), so a failover takes seconds whatever the
+// calibrated TTL, and a run ten TTLs long on a loaded machine (24s seen)
+// adds nothing but time to the suite's budget. Several failovers fit in it.
+const replicatedRunLimit = 10 * time.Second
+
+// shortRun is shortOn, with nodes that are each a primary with a replica
+// if replicas is set (three of them then: a majority survives a failover
+// as it does a kill, with half the servers to start), and returns the
+// whole run.
+func shortRun(t *testing.T, backendName string, replicas bool, faults ...fault.Kind) report.Run {
+	t.Helper()
 	ttl, nodeTimeout := shortTiming(t, backendName)
+	nodes, duration := 5, 10*ttl
+	if replicas {
+		nodes, duration = 3, min(duration, replicatedRunLimit)
+	}
 	cfg := chaos.Config{
-		Nodes: 5, Clients: 6, Duration: 10 * ttl, Faults: faults, Seed: 7,
-		TTL: ttl, NodeTimeout: nodeTimeout, Backend: backendName,
+		Nodes: nodes, Clients: 6, Duration: duration, Faults: faults, Seed: 7,
+		TTL: ttl, NodeTimeout: nodeTimeout, Backend: backendName, Replicas: replicas,
 	}
 	run, err := chaos.Run(t.Context(), cfg)
 	if backendName == "docker" && errors.Is(err, docker.ErrNoImage) {
@@ -60,7 +80,7 @@ func shortOn(t *testing.T, backendName string, faults ...fault.Kind) checker.Res
 	if !res.StoreChecked || !res.StoreCorrect {
 		t.Fatalf("store not correct: %+v", res.Found)
 	}
-	return res
+	return run
 }
 
 func TestToleratedFaults(t *testing.T) {
@@ -122,7 +142,8 @@ func TestBadConfig(t *testing.T) {
 		{Backend: "vm"},
 		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
 		{Faults: []fault.Kind{fault.Failover}}, // needs replicas
-		{Replicas: true, Backend: "docker"},    // replicas: process backend only
+		{Replicas: true, Backend: "docker"},    // the default faults include delayed-restart, which a pair of containers does not take
+		{Replicas: true, Backend: "docker", Faults: []fault.Kind{fault.Failover, fault.ClockSkew}},
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
 			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)
@@ -158,6 +179,29 @@ func TestToleratedFaultsDocker(t *testing.T) {
 				t.Fatalf("the run left %d containers, volumes or networks behind (%v)", left, err)
 			}
 		})
+	}
+}
+
+// TestFailoverDocker runs the failover fault on the docker backend's nodes
+// with replicas: the run injects at least one, nothing but the failovers
+// explains its violations, and it leaves nothing behind in the engine.
+func TestFailoverDocker(t *testing.T) {
+	testenv.RequireDocker(t)
+	shortTiming(t, "docker") // calibrated once per test binary: not this run's time
+	t0 := time.Now()
+	run := shortRun(t, "docker", true, fault.Failover)
+	res := run.Result
+	n := report.New(run).Faults[fault.Failover]
+	t.Logf("%d failovers in a run of %v (%v with start and close)", n, run.Duration, time.Since(t0))
+	if n == 0 {
+		t.Fatalf("no failover was injected; failed: %+v", report.New(run).FailedFaults)
+	}
+	if u := res.Unexpected().Total(); u != 0 {
+		t.Fatalf("%d violations not explained by the failovers: %+v", u, res.Violations)
+	}
+	left, err := docker.Sweep(context.Background(), docker.SweepOwn())
+	if err != nil || left > 0 {
+		t.Fatalf("the run left %d containers, volumes or networks behind (%v)", left, err)
 	}
 }
 

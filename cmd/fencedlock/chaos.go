@@ -18,7 +18,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
-const chaosHeader = `Usage:
+var chaosHeader = `Usage:
   fencedlock chaos [--nodes 5] [--clients 8] [--duration 20s] [--faults LIST]
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
@@ -41,11 +41,13 @@ validity, then SIGCONT; the report lists each stop (pid, time, token). A
 client process that dies leaves the operations it had in flight failed
 (outcome unknown) in the history.
 
-With --replicas (process backend), each node is a primary with an
-asynchronous replica under one Sentinel, as Redis is most often deployed;
-the node's address follows the primary across failovers. The failover fault
-needs it: the replica is promoted while it lags, so the writes its primary
-acknowledged last (grants, fence counter increments) are lost.
+With --replicas, each node is a primary with an asynchronous replica under
+one Sentinel, as Redis is most often deployed; the node's address follows
+the primary across failovers. The failover fault needs it: the replica is
+promoted while it lags, so the writes its primary acknowledged last
+(grants, fence counter increments) are lost. On the docker backend such
+nodes take only the node faults ` + fault.Join(chaos.DockerReplicaFaults()) + `
+(and the client faults): give them with --faults.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
@@ -102,7 +104,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false,
 		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
 	fs.BoolVar(&cfg.Replicas, "replicas", false,
-		"make each node a primary with a replica under Sentinel (process backend; the failover fault needs it)")
+		"make each node a primary with a replica under Sentinel (the failover fault needs it)")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code

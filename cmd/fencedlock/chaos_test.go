@@ -55,6 +55,7 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--duration", "soon"},
 		{"--seed", "0"},
 		{"--node-timeout", "0s"},
+		{"--backend", "docker", "--replicas"}, // the default faults recreate containers
 		{"extra"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)

@@ -1,8 +1,10 @@
 // Package docker is the container backend of the chaos harness: each node a
 // Redis container (through testcontainers-go) on a private Docker network,
 // behind an in-process fault proxy whose address clients keep across
-// restarts. It implements backend.Backend and backend.Direct. Sweep removes
-// what runs that died left behind.
+// restarts. It implements backend.Backend, backend.Direct, backend.Proxied
+// and, with WithReplicas (each node a primary and a replica container under
+// a Sentinel container), backend.Replicated. Sweep removes what runs that
+// died left behind.
 package docker
 
 import (
@@ -25,6 +27,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
 // Backend is the container backend.Backend: N Redis containers from one image, on a
@@ -58,6 +61,9 @@ import (
 //     /usr/lib/faketime/libfaketime.so.1 (scripts/redis-image.sh puts it
 //     there; the public redis image has none: backend.ErrNoFaketime).
 //
+// With WithReplicas, a node is a pair of containers under a Sentinel
+// container instead, and the faults act as WithReplicas says.
+//
 // A node operation, once begun, is carried through even if its ctx ends
 // (within a bound of its own): Docker takes tens to hundreds of milliseconds
 // per operation, and one cut short would leave a node changed with nobody
@@ -79,15 +85,18 @@ type Backend struct {
 	server   *toxiproxy.ApiServer
 	faketime bool // the image has libfaketime at faketimePath
 	nodes    []*dockerNode
+	timing   sentinel.Timing
+	sentinel *sentinelCtr // nil without replicas
 
 	mu     sync.Mutex // protects closed
 	closed bool
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Direct  = (*Backend)(nil)
-	_ backend.Proxied = (*Backend)(nil)
+	_ backend.Backend    = (*Backend)(nil)
+	_ backend.Direct     = (*Backend)(nil)
+	_ backend.Proxied    = (*Backend)(nil)
+	_ backend.Replicated = (*Backend)(nil)
 )
 
 // Images for Docker backends.
@@ -117,6 +126,7 @@ type config struct {
 	args         []string
 	startTimeout time.Duration
 	logger       tclog.Logger
+	replicaTTL   time.Duration // > 0: WithReplicas
 }
 
 // WithImage sets the Redis image. Any image whose entrypoint runs
@@ -177,6 +187,7 @@ func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 		cli:      provider.Client(),
 		run:      hex.EncodeToString(id[:]),
 		server:   netfault.NewServer(),
+		timing:   sentinel.TimingFor(cfg.replicaTTL),
 	}
 	d.labels = map[string]string{LabelChaos: "1", LabelRun: d.run, LabelOwner: owner()}
 	if err := d.setup(ctx, n); err != nil {
@@ -219,9 +230,22 @@ func (d *Backend) setup(ctx context.Context, n int) error {
 			return fmt.Errorf("docker: node %d: %w", i, err)
 		}
 		if i == 0 {
-			_, err := d.cli.ContainerStatPath(ctx, node.ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
+			ctr := node.ctr
+			if node.pair != nil {
+				ctr = node.pair.servers[0].ctr
+			}
+			_, err := d.cli.ContainerStatPath(ctx, ctr.GetContainerID(), client.ContainerStatPathOptions{Path: faketimePath})
 			d.faketime = err == nil
 		}
+	}
+	if d.cfg.replicaTTL > 0 {
+		pairs := make([]*pair, len(d.nodes))
+		for i, n := range d.nodes {
+			pairs[i] = n.pair
+		}
+		s, err := d.startSentinel(ctx, pairs)
+		d.sentinel = s // so that Close removes it
+		return err
 	}
 	return nil
 }
@@ -251,6 +275,12 @@ func (d *Backend) DirectAddr(i int) (string, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.pair != nil {
+		if addr := n.pair.primaryPublished(); addr != "" {
+			return addr, nil
+		}
+		return "", fmt.Errorf("docker: node %d's primary has no published port now: %w", i, backend.ErrNotRunning)
+	}
 	if !n.running || !n.connected {
 		return "", fmt.Errorf("docker: node %d has no published port now: %w", i, backend.ErrNotRunning)
 	}
@@ -268,6 +298,9 @@ func (d *Backend) ContainerID(i int) (string, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.pair != nil {
+		return n.pair.servers[n.pair.primaryIndex()].ctr.GetContainerID(), nil
+	}
 	if n.ctr == nil {
 		return "", fmt.Errorf("docker: node %d has no container now", i)
 	}
@@ -309,6 +342,12 @@ func (d *Backend) Close() error {
 	var errs []error
 	for _, n := range d.nodes {
 		n.stopProxy()
+	}
+	if d.sentinel != nil {
+		// Before the nodes, so that it fails none over as they go.
+		if err := d.sentinel.close(ctx, d.cli); err != nil {
+			errs = append(errs, fmt.Errorf("docker: close sentinel: %w", err))
+		}
 	}
 	for _, n := range d.nodes {
 		n.mu.Lock() // let an operation in progress finish

@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,6 +38,12 @@ func TestDockerBadNodeIndex(t *testing.T) {
 	backendtest.CheckBadNodeIndex(t, b, map[string]func(int) error{
 		"Container": func(i int) error { _, err := b.ContainerID(i); return err },
 	})
+	if err := b.FailOver(t.Context(), 0, 0); !errors.Is(err, backend.ErrUnsupported) {
+		t.Errorf("FailOver without replicas: %v, want ErrUnsupported", err)
+	}
+	if err := b.FailOver(t.Context(), 0, -time.Second); err == nil {
+		t.Error("FailOver with a negative lag accepted")
+	}
 	for _, spec := range []string{" +1s", "x2", "now"} {
 		if err := b.SetClockSkew(t.Context(), 0, spec); err == nil {
 			t.Errorf("clock skew %q accepted", spec)

@@ -11,6 +11,10 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
 
+// errReplicated is what the operations that create a container anew
+// answer on a replicated node (see WithReplicas).
+var errReplicated = fmt.Errorf("%w on a node with a replica (its containers are never created anew)", backend.ErrUnsupported)
+
 // withNode runs f on node i, serialised with the node's other container
 // operations, and wraps its error.
 //
@@ -33,9 +37,12 @@ func (d *Backend) withNode(ctx context.Context, i int, op string, f func(ctx con
 	return nil
 }
 
-// Kill implements Backend: docker kill.
+// Kill implements Backend: docker kill (of a pair, of its primary).
 func (d *Backend) Kill(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "kill", func(ctx context.Context, n *dockerNode) error {
+		if p := n.pair; p != nil {
+			return d.killServer(ctx, p, p.primaryIndex())
+		}
 		if !n.running {
 			return nil
 		}
@@ -46,6 +53,14 @@ func (d *Backend) Kill(ctx context.Context, i int) error {
 // Start implements Backend: docker start.
 func (d *Backend) Start(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "start", func(ctx context.Context, n *dockerNode) error {
+		if p := n.pair; p != nil {
+			for s := range p.servers {
+				if err := d.startStopped(ctx, p, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if n.running {
 			return nil
 		}
@@ -57,6 +72,16 @@ func (d *Backend) Start(ctx context.Context, i int) error {
 // container on a new, empty volume.
 func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	return d.withNode(ctx, i, "restart", func(ctx context.Context, n *dockerNode) error {
+		if p := n.pair; p != nil {
+			if !withData {
+				return errReplicated
+			}
+			prim := p.primaryIndex()
+			if err := d.killServer(ctx, p, prim); err != nil {
+				return err
+			}
+			return d.startStopped(ctx, p, prim)
+		}
 		if !withData {
 			return n.recreate(ctx, false)
 		}
@@ -67,9 +92,12 @@ func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	})
 }
 
-// Pause implements Backend: docker pause.
+// Pause implements Backend: docker pause (of a pair, of its primary).
 func (d *Backend) Pause(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "pause", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return d.pauseServer(ctx, n.pair.servers[n.pair.primaryIndex()])
+		}
 		if !n.running {
 			return backend.ErrNotRunning
 		}
@@ -87,6 +115,21 @@ func (d *Backend) Pause(ctx context.Context, i int) error {
 // Resume implements Backend: docker unpause.
 func (d *Backend) Resume(ctx context.Context, i int) error {
 	return d.withNode(ctx, i, "resume", func(ctx context.Context, n *dockerNode) error {
+		if p := n.pair; p != nil {
+			// Whichever is paused: Sentinel may have failed the pair over
+			// meanwhile, and then makes the resumed server a replica.
+			resumed := false
+			for _, srv := range p.servers {
+				resumed = resumed || srv.paused
+				if err := d.resumeServer(ctx, srv); err != nil {
+					return err
+				}
+			}
+			if !resumed && !p.servers[p.primaryIndex()].running {
+				return backend.ErrNotRunning
+			}
+			return nil
+		}
 		if !n.running {
 			return backend.ErrNotRunning
 		}
@@ -109,6 +152,9 @@ func (d *Backend) Partition(ctx context.Context, i int) error {
 		return fmt.Errorf("docker: partition: %w", err)
 	}
 	n.net.SetPartitioned(true)
+	if n.pair != nil {
+		return nil // the proxy only: the pair stays whole behind it
+	}
 	return d.withNode(ctx, i, "partition", func(ctx context.Context, n *dockerNode) error {
 		n.partitioned = true
 		if err := n.cut(ctx); err != nil {
@@ -186,6 +232,9 @@ func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 		}
 	}
 	return d.withNode(ctx, i, "clock skew", func(ctx context.Context, n *dockerNode) error {
+		if n.pair != nil {
+			return errReplicated
+		}
 		old := n.skew
 		n.skew = spec
 		if err := n.recreate(ctx, true); err != nil {

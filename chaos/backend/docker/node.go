@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/relay"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
@@ -38,8 +39,9 @@ type dockerNode struct {
 	alias string // on the Backend's network
 	addr  string // the proxy's
 	proxy *toxiproxy.Proxy
-	relay *relay
+	relay *relay.Relay
 	net   *netfault.State
+	pair  *pair // nil without replicas; set at the start, then only read
 
 	mu          sync.Mutex               // serialises container operations on this node; protects the fields below
 	ctr         testcontainers.Container // nil after remove, until the next create
@@ -59,20 +61,25 @@ func (n *dockerNode) Addr() string { return n.addr }
 // far, for Close to remove.
 func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
 	n := &dockerNode{d: d, index: i, name: d.name(i), alias: "node" + strconv.Itoa(i), net: netfault.NewState()}
-	r, err := newRelay(n.net)
+	r, err := relay.New(n.net)
 	if err != nil {
 		return nil, err
 	}
 	n.relay = r
-	p, err := netfault.StartProxy(d.server, n.name, r.addr(), n.net)
+	p, err := netfault.StartProxy(d.server, n.name, r.Addr(), n.net)
 	if err != nil {
-		r.close()
+		r.Close()
 		return nil, err
 	}
 	n.proxy, n.addr = p, p.Listen
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.recreate(ctx, true); err != nil {
+	if d.cfg.replicaTTL > 0 {
+		n.pair, err = d.startPair(ctx, i, r)
+	} else {
+		err = n.recreate(ctx, true)
+	}
+	if err != nil {
 		return n, err
 	}
 	if err := redisproc.WaitPing(ctx, n.addr, d.cfg.startTimeout, nil); err != nil {
@@ -83,7 +90,7 @@ func (d *Backend) startNode(ctx context.Context, i int) (*dockerNode, error) {
 
 func (n *dockerNode) stopProxy() {
 	netfault.StopProxy(n.proxy, n.net)
-	n.relay.close()
+	n.relay.Close()
 }
 
 // recreate replaces the container (and, without keepData, empties its
@@ -103,31 +110,10 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 			env[k] = v
 		}
 	}
-	args := []string{
-		"--port", strconv.Itoa(redisPort),
-		"--protected-mode", "no", // Debian's build keeps it on; the nodes are reached from outside the container
-		"--dir", "/data",
-		"--save", "",
-		"--appendonly", "yes", "--appendfsync", "always",
-	}
-	req := testcontainers.ContainerRequest{
-		Image:          d.cfg.image,
-		Name:           n.name,
-		Cmd:            append(args, d.cfg.args...),
-		Env:            env,
-		Labels:         d.labels,
-		ExposedPorts:   []string{strconv.Itoa(redisPort) + "/tcp"},
-		Networks:       []string{d.net.Name},
-		NetworkAliases: map[string][]string{d.net.Name: {n.alias}},
-		Mounts:         testcontainers.ContainerMounts{testcontainers.VolumeMount(n.name, "/data")},
-		WaitingFor:     pingReady{host: d.host, timeout: d.cfg.startTimeout},
-		HostConfigModifier: func(hc *container.HostConfig) {
-			if d.loopback {
-				port, _ := mobynet.PortFrom(redisPort, mobynet.TCP)
-				hc.PortBindings = mobynet.PortMap{port: {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}}
-			}
-		},
-	}
+	req := d.request(n.name, append(serverArgs(), d.cfg.args...))
+	req.Env = env
+	req.NetworkAliases = map[string][]string{d.net.Name: {n.alias}}
+	req.Mounts = testcontainers.ContainerMounts{testcontainers.VolumeMount(n.name, "/data")}
 	ctr, err := d.provider.CreateContainer(ctx, req)
 	if ctr != nil {
 		n.ctr = ctr // removed with the rest even if creating it failed half-way
@@ -137,6 +123,40 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 	}
 	n.connected = true
 	return n.start(ctx)
+}
+
+// serverArgs are the redis-server arguments of every node server: the
+// append-only file fsynced at every write, in /data.
+func serverArgs() []string {
+	return []string{
+		"--port", strconv.Itoa(redisPort),
+		"--protected-mode", "no", // Debian's build keeps it on; the nodes are reached from outside the container
+		"--dir", "/data",
+		"--save", "",
+		"--appendonly", "yes", "--appendfsync", "always",
+	}
+}
+
+// request is what creates a container named name from the image, on the
+// network, that runs the image's redis-server with args on redisPort,
+// published (on loopback when the engine is this machine), and is ready
+// once it answers PING there.
+func (d *Backend) request(name string, args []string) testcontainers.ContainerRequest {
+	return testcontainers.ContainerRequest{
+		Image:        d.cfg.image,
+		Name:         name,
+		Cmd:          args,
+		Labels:       d.labels,
+		ExposedPorts: []string{strconv.Itoa(redisPort) + "/tcp"},
+		Networks:     []string{d.net.Name},
+		WaitingFor:   pingReady{host: d.host, timeout: d.cfg.startTimeout},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			if d.loopback {
+				port, _ := mobynet.PortFrom(redisPort, mobynet.TCP)
+				hc.PortBindings = mobynet.PortMap{port: {{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1})}}}
+			}
+		},
+	}
 }
 
 // start starts the stopped container and waits until it answers on its
@@ -159,7 +179,7 @@ func (n *dockerNode) start(ctx context.Context) error {
 		return err
 	}
 	n.running, n.paused, n.published = true, false, addr
-	n.relay.setUpstream(addr)
+	n.relay.SetUpstream(addr)
 	if n.partitioned {
 		return n.cut(ctx)
 	}
@@ -170,7 +190,7 @@ func (n *dockerNode) start(ctx context.Context) error {
 func (n *dockerNode) kill(ctx context.Context) error {
 	// First, so that no new connection goes to a port Docker may hand to
 	// another container.
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
 	if n.ctr == nil {
 		return nil
@@ -190,8 +210,11 @@ func (n *dockerNode) kill(ctx context.Context) error {
 // remove removes the container, and its volume too if volume is set.
 // n.mu must be held.
 func (n *dockerNode) remove(ctx context.Context, volume bool) error {
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
+	if n.pair != nil {
+		return n.pair.remove(ctx, n.d.cli)
+	}
 	if n.ctr != nil {
 		_, err := n.d.cli.ContainerRemove(ctx, n.ctr.GetContainerID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !errdefs.IsNotFound(err) {
@@ -211,7 +234,7 @@ func (n *dockerNode) remove(ctx context.Context, volume bool) error {
 
 // cut disconnects the container from the network. n.mu must be held.
 func (n *dockerNode) cut(ctx context.Context) error {
-	n.relay.setUpstream("")
+	n.relay.SetUpstream("")
 	n.published = ""
 	if !n.connected || n.ctr == nil {
 		return nil
@@ -248,7 +271,7 @@ func (n *dockerNode) join(ctx context.Context) error {
 		return err
 	}
 	n.published = addr
-	n.relay.setUpstream(addr)
+	n.relay.SetUpstream(addr)
 	return nil
 }
 

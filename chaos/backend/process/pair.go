@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/relay"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 	"github.com/fencedlock/fencedlock/internal/holdproxy"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
@@ -27,7 +27,7 @@ type pair struct {
 	name  string // Sentinel's name for it
 	procs [2]*redisproc.Proc
 	repl  [2]*holdproxy.Proxy // replication addresses, by server
-	relay *relay
+	relay *relay.Relay
 
 	mu      sync.Mutex    // protects primary, changed
 	primary int           // index in procs of the primary Sentinel last named
@@ -47,15 +47,18 @@ func startPair(ctx context.Context, name string, cfg config) (*pair, error) {
 		p.procs[s], p.repl[s] = proc, repl
 	}
 	host, port, _ := net.SplitHostPort(p.repl[0].Addr())
-	if err := command(ctx, p.procs[1].Addr(), cfg.startTimeout, "REPLICAOF", host, port); err != nil {
+	if err := sentinel.Command(ctx, p.procs[1].Addr(), cfg.startTimeout, "REPLICAOF", host, port); err != nil {
 		p.close()
 		return nil, fmt.Errorf("replica: %w", err)
 	}
-	r, err := startRelay(p.procs[0].Addr())
+	// The relay's own fault state stays healthy: partitions act in the
+	// node's proxy, in front of it.
+	r, err := relay.New(netfault.NewState())
 	if err != nil {
 		p.close()
 		return nil, err
 	}
+	r.SetUpstream(p.procs[0].Addr())
 	p.relay = r
 	return p, nil
 }
@@ -114,7 +117,7 @@ func (p *pair) follow(addr string) {
 			continue
 		}
 		p.primary = s
-		p.relay.retarget(p.procs[s].Addr())
+		p.relay.Retarget(p.procs[s].Addr())
 		close(p.changed)
 		p.changed = make(chan struct{})
 	}
@@ -122,53 +125,47 @@ func (p *pair) follow(addr string) {
 
 // whole checks once that the pair is whole: the primary Sentinel names
 // has the other server attached as a replica that is in sync and that
-// Sentinel sees up. Each call is bounded by t.downAfter: a server that
+// Sentinel sees up. Each call is bounded by t.DownAfter: a server that
 // does not answer within it is down to Sentinel too.
-func (p *pair) whole(ctx context.Context, s *sentinel, t sentinelTiming) error {
-	ctx, cancel := context.WithTimeout(ctx, t.downAfter)
+func (p *pair) whole(ctx context.Context, s *sentinelProc, t sentinel.Timing) error {
+	ctx, cancel := context.WithTimeout(ctx, t.DownAfter)
 	defer cancel()
-	if err := s.follow(ctx, p, t.downAfter); err != nil {
+	if err := s.follow(ctx, p, t.DownAfter); err != nil {
 		return err
 	}
 	prim := p.primaryIndex()
 	rep := 1 - prim
-	_, replPort, _ := net.SplitHostPort(p.repl[rep].Addr())
-	pi, err := replicationInfo(ctx, p.procs[prim].Addr())
+	replHost, replPort, _ := net.SplitHostPort(p.repl[rep].Addr())
+	pi, err := sentinel.ReplicationInfo(ctx, p.procs[prim].Addr())
 	if err != nil {
 		return err
 	}
-	attached := false
-	for k, v := range pi {
-		if strings.HasPrefix(k, "slave") && strings.Contains(","+v+",", ",port="+replPort+",") {
-			attached = strings.Contains(","+v+",", ",state=online,")
-		}
-	}
-	if pi["role"] != "master" || !attached {
+	if pi["role"] != "master" || sentinel.ReplicaState(pi, replHost, replPort) != "online" {
 		return fmt.Errorf("primary %s: role %s, replica %s not online", p.procs[prim].Addr(), pi["role"], p.repl[rep].Addr())
 	}
 	_, primPort, _ := net.SplitHostPort(p.repl[prim].Addr())
-	ri, err := replicationInfo(ctx, p.procs[rep].Addr())
+	ri, err := sentinel.ReplicationInfo(ctx, p.procs[rep].Addr())
 	if err != nil {
 		return err
 	}
 	if ri["role"] != "slave" || ri["master_port"] != primPort || ri["master_link_status"] != "up" {
 		return fmt.Errorf("replica %s: role %s of port %s, link %s", p.procs[rep].Addr(), ri["role"], ri["master_port"], ri["master_link_status"])
 	}
-	return s.knowsReplica(ctx, p, p.repl[rep].Addr())
+	return s.KnowsReplica(ctx, p.name, p.repl[rep].Addr())
 }
 
-// waitWhole waits, checking every t.period, until the pair is whole, for
+// waitWhole waits, checking every t.Period, until the pair is whole, for
 // at most bound.
-func (p *pair) waitWhole(ctx context.Context, s *sentinel, t sentinelTiming, bound time.Duration) error {
-	return poll(ctx, t.period, bound, func() error { return p.whole(ctx, s, t) }, nil)
+func (p *pair) waitWhole(ctx context.Context, s *sentinelProc, t sentinel.Timing, bound time.Duration) error {
+	return sentinel.Poll(ctx, t.Period, bound, func() error { return p.whole(ctx, s, t) }, nil)
 }
 
 // waitPrimary waits until Sentinel names server want the primary and the
-// relay leads to it, for at most bound. It asks Sentinel every t.period,
+// relay leads to it, for at most bound. It asks Sentinel every t.Period,
 // and wakes at once when the watch moves the relay.
-func (p *pair) waitPrimary(ctx context.Context, s *sentinel, want int, t sentinelTiming, bound time.Duration) error {
-	return poll(ctx, t.period, bound, func() error {
-		if err := s.follow(ctx, p, t.downAfter); err != nil {
+func (p *pair) waitPrimary(ctx context.Context, s *sentinelProc, want int, t sentinel.Timing, bound time.Duration) error {
+	return sentinel.Poll(ctx, t.Period, bound, func() error {
+		if err := s.follow(ctx, p, t.DownAfter); err != nil {
 			return err
 		}
 		if got := p.primaryIndex(); got != want {
@@ -184,36 +181,10 @@ func (p *pair) changedCh() <-chan struct{} {
 	return p.changed
 }
 
-// poll calls check every period until it returns nil, and fails with its
-// last error once bound has passed or ctx ended. wake (if not nil) gives
-// a channel that also triggers a check.
-func poll(ctx context.Context, period, bound time.Duration, check func() error, wake func() <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		var woken <-chan struct{}
-		if wake != nil {
-			woken = wake()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-tick.C:
-		case <-woken:
-		}
-	}
-}
-
 // close stops the relay, the servers and their proxies.
 func (p *pair) close() error {
 	if p.relay != nil {
-		p.relay.close()
+		p.relay.Close()
 	}
 	var errs []error
 	for s := range p.procs {
@@ -225,28 +196,4 @@ func (p *pair) close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// command runs one command on the server at addr.
-func command(ctx context.Context, addr string, timeout time.Duration, args ...any) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
-	defer c.Close()
-	return c.Do(ctx, args...).Err()
-}
-
-// replicationInfo is the server's INFO replication, as key: value.
-func replicationInfo(ctx context.Context, addr string) (map[string]string, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
-	defer c.Close()
-	s, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return nil, err
-	}
-	info := map[string]string{}
-	for line := range strings.Lines(s) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			info[k] = v
-		}
-	}
-	return info, nil
 }

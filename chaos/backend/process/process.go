@@ -18,6 +18,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 	"github.com/fencedlock/fencedlock/chaos/internal/netfault"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
@@ -42,9 +43,9 @@ import (
 type Backend struct {
 	nodes    []*procNode
 	server   *toxiproxy.ApiServer
-	faketime string    // path of libfaketime.so.1, "" if missing
-	sentinel *sentinel // nil without replicas
-	timing   sentinelTiming
+	faketime string        // path of libfaketime.so.1, "" if missing
+	sentinel *sentinelProc // nil without replicas
+	timing   sentinel.Timing
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -136,7 +137,7 @@ func New(ctx context.Context, n int, opts ...Option) (*Backend, error) {
 	if cfg.faketime == "" {
 		cfg.faketime = faketime.Find()
 	}
-	b := &Backend{server: netfault.NewServer(), faketime: cfg.faketime, timing: timingFor(cfg.replicaTTL)}
+	b := &Backend{server: netfault.NewServer(), faketime: cfg.faketime, timing: sentinel.TimingFor(cfg.replicaTTL)}
 	var pairs []*pair
 	for i := range n {
 		node, err := b.startNode(ctx, i, cfg)
@@ -170,7 +171,7 @@ func (b *Backend) startNode(ctx context.Context, i int, cfg config) (*procNode, 
 		if err != nil {
 			return nil, fmt.Errorf("process: node %d: %w", i, err)
 		}
-		node.pair, upstream = p, p.relay.addr()
+		node.pair, upstream = p, p.relay.Addr()
 	} else {
 		proc, err := redisproc.Start(ctx, redisproc.Config{
 			Binary:       cfg.binary,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/backend"
+	"github.com/fencedlock/fencedlock/chaos/internal/sentinel"
 )
 
 // WithReplicas makes each node a primary with one replica, both
@@ -47,25 +48,25 @@ func (b *Backend) withPair(i int, op string, f func(p *pair) error) error {
 // knows it by that address, so Sentinel's down-after runs from the start
 // of the hold), lag passes, the primary is stopped (SIGSTOP), and Sentinel
 // promotes the replica. Every wait is bounded by Sentinel's own timing
-// (sentinelTiming.settle).
+// (sentinel.Timing.Settle).
 func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error {
 	if lag < 0 {
 		return fmt.Errorf("process: failover lag %v: want >= 0", lag)
 	}
 	return b.withPair(i, "fail over", func(p *pair) error {
 		t := b.timing
-		if err := p.waitWhole(ctx, b.sentinel, t, t.settle()); err != nil {
+		if err := p.waitWhole(ctx, b.sentinel, t, t.Settle()); err != nil {
 			return fmt.Errorf("the pair is not whole: %w", err)
 		}
 		old := p.primaryIndex()
 		held, stopped := p.repl[old], p.procs[old]
 		held.Hold()
-		err := sleep(ctx, lag)
+		err := sentinel.Sleep(ctx, lag)
 		if err == nil {
 			err = stopped.Pause()
 		}
 		if err == nil {
-			err = p.waitPrimary(ctx, b.sentinel, 1-old, t, t.settle())
+			err = p.waitPrimary(ctx, b.sentinel, 1-old, t, t.Settle())
 		}
 		if err != nil {
 			// Leave the pair as it was: whichever Sentinel names, with the
@@ -94,21 +95,6 @@ func (b *Backend) Rejoin(ctx context.Context, i int) error {
 			r.Release()
 		}
 		t := b.timing
-		return p.waitWhole(ctx, b.sentinel, t, t.settle())
+		return p.waitWhole(ctx, b.sentinel, t, t.Settle())
 	})
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -53,6 +53,13 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--seed", "0"},
 		{"--node-timeout", "0s"},
 		{"extra"},
+		{"--lock", "zookeeper"},
+		{"--lock", "sentinel"},        // needs --replicas
+		{"--lock", "fencedlock-acks"}, // so does this
+		{"--lock", "redsync", "--client-procs"},
+		{"--lock", "redislock", "--lanes", "2"},
+		{"--lock", "redsync", "--faults", "client-clock-skew"},
+		{"--lock", "all", "--history", "h.jsonl"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)
 		if r.code != exitUsage {

@@ -17,7 +17,8 @@ import (
 const compareDuration = 8 * time.Second
 
 // Every lock under one schedule with node kills, failovers and client
-// pauses: fencedlock (both variants) keeps its verdict and its store,
+// pauses: fencedlock (both variants) keeps mutual exclusion but where the
+// faults explain it, its token order and its store,
 // fencing rejecting the paused holders' writes; the locks with no token
 // write unfenced, and a paused holder's write reaches their store.
 func TestCompareLocks(t *testing.T) {
@@ -42,6 +43,7 @@ func TestCompareLocks(t *testing.T) {
 	_ = cmp.WriteText(&table)
 	t.Logf("ttl %v, node timeout %v, %v each:\n%s", ttl, nodeTimeout, compareDuration, table.String())
 
+	cfg.Replicas = true // as Compare ran them
 	plan, err := chaos.Schedule(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,16 +69,30 @@ func TestCompareLocks(t *testing.T) {
 					planned++
 				}
 			}
-			if failovers != planned {
-				t.Errorf("%d failovers, the schedule has %d: the runs differ in more than the lock", failovers, planned)
+			// The schedule's steps run in real time under a limit on the
+			// nodes down at once, so a step may start late or not before the
+			// end: the count may fall short of the plan, but not to none.
+			if planned > 0 && failovers == 0 {
+				t.Errorf("no failover, the schedule has %d", planned)
 			}
 			token := res.Applicable(checker.FencingOrder)
 			if want := run.Lock != chaos.LockRedsync && run.Lock != chaos.LockRedislock; token != want {
 				t.Errorf("token properties judged: %v, want %v (not applicable: %v)", token, want, res.NotApplicable)
 			}
 			if chaos.IsFencedlock(run.Lock) {
-				if res.Verdict == checker.VerdictViolated || !res.StoreCorrect {
-					t.Errorf("verdict %s (%s), store correct %v", res.Verdict, res.Reason, res.StoreCorrect)
+				// The safety properties. (The node guarantees, judged from
+				// probes, are left to the runs without replicas: here a kill
+				// that outlasts Sentinel's down-after fails a node over, which
+				// the history records as the kill, a fault that keeps data.)
+				u := res.Unexpected()
+				for _, p := range []checker.Property{checker.MutualExclusion, checker.FencingOrder,
+					checker.DuplicateTokens, checker.StaleWritesAccepted, checker.LostWrites} {
+					if u.Get(p) > 0 {
+						t.Errorf("%d unexpected %s violations: verdict %s (%s)", u.Get(p), p, res.Verdict, res.Reason)
+					}
+				}
+				if !res.StoreCorrect || !res.StoreChecked {
+					t.Errorf("store correct %v, checked %v", res.StoreCorrect, res.StoreChecked)
 				}
 				if pauses > 0 && res.StaleWritesRejected == 0 {
 					t.Errorf("%d client pauses and no stale write rejected", pauses)

@@ -49,7 +49,7 @@ COMPARE_FAULTS := kill,restart,delayed-restart,pause,partition,latency,kill-duri
 
 compare: deps-demo
 	$(GO) run ./cmd/fencedlock chaos --lock all --faults $(COMPARE_FAULTS) --duration 60s --seed 1 \
-		--node-timeout 200ms --json compare.json --html compare.html
+		--json compare.json --html compare.html
 
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

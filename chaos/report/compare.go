@@ -27,21 +27,33 @@ type Comparison struct {
 // Row is one lock's run. A count that does not apply to the lock (the
 // token properties of a lock with no token) is null in JSON, "n/a" in text.
 type Row struct {
-	Lock                string          `json:"lock"`
-	Token               bool            `json:"token"` // the lock gave fencing tokens (else its writes went unfenced)
-	MutualExclusion     int             `json:"mutual_exclusion"`
-	FencingOrder        *int            `json:"fencing_order"`
-	DuplicateTokens     *int            `json:"duplicate_tokens"`
-	StaleWritesAccepted int             `json:"stale_writes_accepted"` // stale writes that reached the store
-	StaleWritesRejected int             `json:"stale_writes_rejected"`
-	LostWrites          int             `json:"lost_writes"`
-	Acquisitions        int             `json:"acquisitions"`
-	AcquireFailures     int             `json:"acquire_failures"`
-	Stalls              int             `json:"stalls"` // liveness violations: a key free and wanted too long with a quorum up
-	LongestStallMs      float64         `json:"longest_stall_ms"`
-	Verdict             checker.Verdict `json:"verdict"`
-	Reason              string          `json:"reason"`
-	HTML                string          `json:"html,omitempty"` // the lock's timeline, when written
+	Lock            string `json:"lock"`
+	Token           bool   `json:"token"` // the lock gave fencing tokens (else its writes went unfenced)
+	MutualExclusion int    `json:"mutual_exclusion"`
+	FencingOrder    *int   `json:"fencing_order"`
+	DuplicateTokens *int   `json:"duplicate_tokens"`
+	// Unexpected counts those of the three above that no
+	// assumption-breaking fault explains (stale writes and lost writes
+	// never are).
+	Unexpected          UnexpectedCounts `json:"unexpected"`
+	StaleWritesAccepted int              `json:"stale_writes_accepted"` // stale writes that reached the store
+	StaleWritesRejected int              `json:"stale_writes_rejected"`
+	LostWrites          int              `json:"lost_writes"`
+	Acquisitions        int              `json:"acquisitions"`
+	AcquireFailures     int              `json:"acquire_failures"`
+	Stalls              int              `json:"stalls"` // liveness violations: a key free and wanted too long with a quorum up
+	LongestStallMs      float64          `json:"longest_stall_ms"`
+	Verdict             checker.Verdict  `json:"verdict"`
+	Reason              string           `json:"reason"`
+	HTML                string           `json:"html,omitempty"` // the lock's timeline, when written
+}
+
+// UnexpectedCounts are a Row's violations that no assumption-breaking
+// fault explains; null when not applicable.
+type UnexpectedCounts struct {
+	MutualExclusion int  `json:"mutual_exclusion"`
+	FencingOrder    *int `json:"fencing_order"`
+	DuplicateTokens *int `json:"duplicate_tokens"`
 }
 
 // Compare tables runs, one per lock (Run.Lock); fencedlock names the runs
@@ -58,8 +70,11 @@ func Compare(runs []Run, fencedlock func(lock string) bool) Comparison {
 			LostWrites: res.Found.LostWrites, Acquisitions: res.Acquisitions, AcquireFailures: res.AcquireFailures,
 			Stalls: res.Found.Liveness, LongestStallMs: ms(res.Liveness.LongestStall),
 			Verdict: res.Verdict, Reason: res.Reason}
+		u := res.Unexpected()
+		row.Unexpected.MutualExclusion = u.MutualExclusion
 		if row.Token {
 			row.FencingOrder, row.DuplicateTokens = &res.Found.FencingOrder, &res.Found.DuplicateTokens
+			row.Unexpected.FencingOrder, row.Unexpected.DuplicateTokens = &u.FencingOrder, &u.DuplicateTokens
 		}
 		c.Seed = run.Seed
 		c.Rows = append(c.Rows, row)
@@ -119,9 +134,13 @@ var header = []string{"lock", "token", "mutual excl.", "fencing order", "dup. to
 	"stale writes in store", "stale rejected", "lost writes", "acquisitions", "acq. failures", "stalls", "longest stall", "verdict"}
 
 func (r Row) cells() []string {
-	opt := func(n *int) string {
-		if n == nil {
+	// A count, and how many of it no fault explains, when any.
+	opt := func(n, unexpected *int) string {
+		switch {
+		case n == nil:
 			return "n/a"
+		case *unexpected > 0:
+			return fmt.Sprintf("%d (%d unexp.)", *n, *unexpected)
 		}
 		return strconv.Itoa(*n)
 	}
@@ -129,7 +148,8 @@ func (r Row) cells() []string {
 	if r.Token {
 		token = "yes"
 	}
-	return []string{r.Lock, token, strconv.Itoa(r.MutualExclusion), opt(r.FencingOrder), opt(r.DuplicateTokens),
+	return []string{r.Lock, token, opt(&r.MutualExclusion, &r.Unexpected.MutualExclusion),
+		opt(r.FencingOrder, r.Unexpected.FencingOrder), opt(r.DuplicateTokens, r.Unexpected.DuplicateTokens),
 		strconv.Itoa(r.StaleWritesAccepted), strconv.Itoa(r.StaleWritesRejected), strconv.Itoa(r.LostWrites),
 		strconv.Itoa(r.Acquisitions), strconv.Itoa(r.AcquireFailures), strconv.Itoa(r.Stalls),
 		msText(r.LongestStallMs), string(r.Verdict)}
@@ -200,6 +220,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 </style></head><body>
 <h1>Lock comparison</h1>
 <p>The same workload and fault schedule (seed {{.C.Seed}}) run once per lock, each on fresh nodes.
+Violations found, with those that no assumption-breaking fault explains in brackets.
 Stale writes in store: writes of a former holder that reached the store (a lock with no fencing
 token writes unfenced). Verdict: <span class="{{.C.Verdict}}">{{.C.Verdict}}</span> ({{.C.Reason}}).</p>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>

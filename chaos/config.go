@@ -268,7 +268,7 @@ func (c Config) CheckOptions() checker.CheckOptions {
 	// just before it; twice the node timeout leaves that time, and the
 	// scheduling of the client's goroutine, to enter the place on a quorum.
 	opts := checker.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance(),
-		HarnessTokens: !hasToken(c.Lock)}
+		HarnessTokens: !HasToken(c.Lock)}
 	if c.Lock != "" && !IsFencedlock(c.Lock) {
 		opts.OrderMargin = 0 // the others promise no order among waiters
 	}

@@ -70,6 +70,7 @@ func lockSpecOf(lock string) (lockSpec, error) {
 	return s, nil
 }
 
-// hasToken reports whether lock gives a fencing token: its holds write
-// through the fencing guard; the others write unfenced.
-func hasToken(lock string) bool { return lock != LockRedsync && lock != LockRedislock }
+// HasToken reports whether lock gives a fencing token: its holds write
+// through the fencing guard; the others write unfenced, and their history
+// carries the harness's numbering of the holds in its place.
+func HasToken(lock string) bool { return lock != LockRedsync && lock != LockRedislock }

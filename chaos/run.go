@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	storeRDB := redis.NewClient(&redis.Options{Addr: storeProc.Addr()})
 	defer storeRDB.Close()
 	spec, _ := lockSpecOf(cfg.Lock) // checked by withDefaults
-	st := newStore(storeRDB, hasToken(cfg.Lock))
+	st := newStore(storeRDB, HasToken(cfg.Lock))
 
 	plan, err := nodePlan(cfg)
 	if err != nil {

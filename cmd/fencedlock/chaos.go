@@ -61,7 +61,8 @@ and fault schedule, each on fresh nodes (with --replicas for all, which it
 turns on), prints a comparison table, writes one timeline per lock next to
 --html (FILE-LOCK.html) with FILE the table linking them, and puts the
 comparison in the JSON report (its single-run fields are fencedlock's); its
-exit status is about fencedlock's two variants alone.
+exit status is about fencedlock's two variants alone. --history takes one
+lock that gives a token.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
@@ -161,6 +162,11 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	if *lock == "all" && *historyPath != "" {
 		return cmd.fail(stderr, "--history writes one run's history: use it with one --lock")
+	}
+	if *historyPath != "" && !chaos.HasToken(*lock) {
+		// The history's tokens would be the harness's own numbering, which
+		// 'fencedlock check' would judge as the lock's.
+		return cmd.fail(stderr, "--history: lock %s gives no fencing token, and a history carries the lock's", *lock)
 	}
 	if *lock == "all" {
 		cfg.Replicas = cfg.Replicas || cfg.Backend == "process"

@@ -60,6 +60,7 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--lock", "redislock", "--lanes", "2"},
 		{"--lock", "redsync", "--faults", "client-clock-skew"},
 		{"--lock", "all", "--history", "h.jsonl"},
+		{"--lock", "redsync", "--history", "h.jsonl"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)
 		if r.code != exitUsage {

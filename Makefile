@@ -7,6 +7,8 @@
 # and postgresql and chromium.
 # and, slower:
 #   make mutants  the mutation campaign: the hunt profile against each planted bug
+#   make compare  every lock (fencedlock, fencedlock-acks, redsync, redislock, a Sentinel-managed
+#                 single instance) under one fault schedule, side by side
 # and, with Docker:
 #   make image          build the Redis image from this machine's redis-server (no registry)
 #   make compose-check  docker-compose.yml up, the quick start and `fencedlock status` against it, down
@@ -27,7 +29,7 @@ export FENCEDLOCK_REDIS_IMAGE
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 COMPOSE_NODES := 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 
-.PHONY: demo test deps deps-demo vet build bench image compose-check mutants
+.PHONY: demo test deps deps-demo vet build bench image compose-check mutants compare
 
 # What the demo uses (also the mutants, the image and the bench), and what
 # the tests use.
@@ -39,6 +41,15 @@ deps:
 
 demo: deps-demo
 	$(GO) run ./cmd/fencedlock chaos --faults hunt --duration 20s --json report.json --html report.html
+
+# The comparison's faults: the tolerated ones (the default), a Sentinel
+# failover, and the two client behaviours fencing is for. --lock all runs each
+# node as a primary with a replica under Sentinel for every lock.
+COMPARE_FAULTS := kill,restart,delayed-restart,pause,partition,latency,kill-during-acquire,lose-replies,failover,client-pause,late-write
+
+compare: deps-demo
+	$(GO) run ./cmd/fencedlock chaos --lock all --faults $(COMPARE_FAULTS) --duration 60s --seed 1 \
+		--json compare.json --html compare.html
 
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

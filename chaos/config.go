@@ -19,7 +19,13 @@ import (
 // Config describes a chaos run. A zero Config is valid: 5 process nodes, 8
 // clients, 20s, the faults the algorithm tolerates.
 type Config struct {
-	Nodes   int // lock nodes; default 5
+	Nodes int // lock nodes; default 5
+	// Lock is the lock the workload drives, one of Locks(); default
+	// LockFencedlock. The workload's fencedlock-only features (probes of
+	// the nodes, lanes, client processes, client-clock-skew) need a
+	// fencedlock variant; a lock with no fencing token writes to the store
+	// unfenced (see store).
+	Lock    string
 	Clients int // workload clients, each its own redlock.Client; default 8
 	// Lanes is how many goroutines of each client loop holds on its one
 	// redlock.Client, so that the Client's local wait queue and the hand-off
@@ -152,9 +158,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.Lock == "" {
+		c.Lock = LockFencedlock
+	}
+	spec, err := lockSpecOf(c.Lock)
+	if err != nil {
+		return c, err
+	}
 	if c.Lanes == 0 {
 		c.Lanes = 1
-		if c.Profile == ProfileHunt {
+		if c.Profile == ProfileHunt && spec.fencedlock {
 			c.Lanes = huntLanes
 		}
 	}
@@ -188,6 +201,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case spec.replicas && !c.Replicas:
+		return c, fmt.Errorf("%w: lock %s runs on nodes with a replica (Replicas, --replicas)", ErrConfig, c.Lock)
+	case !spec.fencedlock && c.Lanes > 1:
+		return c, fmt.Errorf("%w: lanes share a fencedlock client's local queue; lock %s runs one lane", ErrConfig, c.Lock)
+	case !spec.fencedlock && c.ClientProcs:
+		return c, fmt.Errorf("%w: client processes run fencedlock only, not %s", ErrConfig, c.Lock)
+	case !spec.fencedlock && c.has(fault.ClientClockSkew):
+		return c, fmt.Errorf("%w: %s skews the clock fencedlock is given; lock %s reads the real clock", ErrConfig, fault.ClientClockSkew, c.Lock)
 	}
 	for _, k := range c.Faults {
 		if !c.hunt() && huntOnly(k) {
@@ -261,7 +282,11 @@ func (c Config) CheckOptions() checker.CheckOptions {
 	// within one node timeout, and its wait start is read on the client
 	// just before it; twice the node timeout leaves that time, and the
 	// scheduling of the client's goroutine, to enter the place on a quorum.
-	opts := checker.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance()}
+	opts := checker.CheckOptions{OrderMargin: 2 * c.NodeTimeout, ReleaseAllowance: c.releaseAllowance(),
+		HarnessTokens: !HasToken(c.Lock)}
+	if c.Lock != "" && !IsFencedlock(c.Lock) {
+		opts.OrderMargin = 0 // the others promise no order among waiters
+	}
 	if c.Strict {
 		opts.Expected = map[checker.Property][]fault.Kind{}
 	}

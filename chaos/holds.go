@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/locker"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
-	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // The hunt's holds. Each hold picks a key (the plain one half the time, one
@@ -66,11 +66,10 @@ func (c *client) huntOnce(ctx context.Context) {
 	default:
 		style = autoExtend
 	}
-	var opts []redlock.LockOption
-	if style == autoExtend {
-		opts = append(opts, redlock.AutoExtend())
+	if _, ok := c.lk.(locker.AutoExtender); style == autoExtend && !ok {
+		style = extend // the lock cannot keep a hold by itself
 	}
-	l, h, ok := c.acquire(ctx, tg.key, opts...)
+	l, h, ok := c.acquire(ctx, tg.key, style == autoExtend)
 	if !ok {
 		return
 	}
@@ -123,21 +122,21 @@ func (c *client) huntOnce(ctx context.Context) {
 
 // writeIfValid writes when the validity l has left is at least a quarter of
 // the TTL.
-func (c *client) writeIfValid(ctx context.Context, l *redlock.Lock, h recorder.Hold, res string) {
+func (c *client) writeIfValid(ctx context.Context, l locker.Hold, h recorder.Hold, res string) {
 	if l.Until().Sub(c.clk.Now()) >= c.cfg.TTL/4 {
 		c.write(ctx, h, res)
 	}
 }
 
 // extend calls Extend for the TTL and records it; it reports success.
-func (c *client) extend(ctx context.Context, l *redlock.Lock, h recorder.Hold) bool {
+func (c *client) extend(ctx context.Context, l locker.Hold, h recorder.Hold) bool {
 	return c.extendFor(ctx, l, h, c.cfg.TTL)
 }
 
 // ride keeps an auto-extended hold for two to four TTLs (less when ctx
 // ends), writing every third of a TTL while it lasts. Each move of Until is
 // recorded as an extension; Done closing, as the lost signal.
-func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h recorder.Hold, res string) {
+func (c *client) ride(ctx, octx context.Context, l locker.Hold, h recorder.Hold, res string) {
 	ttl := c.cfg.TTL
 	end := time.Now().Add(2*ttl + time.Duration(c.rnd.Int64N(int64(2*ttl))))
 	seen := l.Until()
@@ -159,19 +158,23 @@ func (c *client) ride(ctx, octx context.Context, l *redlock.Lock, h recorder.Hol
 }
 
 // awaitFree waits, a TTL at most, until a quorum of the nodes answer that
-// key does not exist, asking them all every two hundredth of a TTL. It
+// key does not exist (node 0, for a lock that lives there alone), asking them all every two hundredth of a TTL. It
 // looks at the nodes directly, as no client of the lock can: the workload's
 // way to extend a lapsed hold at the moment that shows a lock re-creating
 // keys.
 func (c *client) awaitFree(ctx context.Context, key string) {
-	quorum := len(c.rdbs)/2 + 1
+	rdbs := c.rdbs
+	if c.spec.single {
+		rdbs = rdbs[:1] // the lock lives on node 0 alone
+	}
+	quorum := len(rdbs)/2 + 1
 	deadline := time.Now().Add(c.cfg.TTL)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		var (
 			wg   sync.WaitGroup
 			free atomic.Int32
 		)
-		for _, rdb := range c.rdbs {
+		for _, rdb := range rdbs {
 			wg.Go(func() {
 				ectx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
 				defer cancel()

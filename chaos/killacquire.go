@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,7 @@ func newHookTrigger(b backend.Backend, c *client) *hookTrigger {
 	t := &hookTrigger{armed: make([]atomic.Bool, len(c.rdbs)), kills: make(chan kill, 1)}
 	for i, rdb := range c.rdbs {
 		rdb.AddHook(hook.NewTrigger(
-			func(cmd redis.Cmder) bool { return t.armed[i].Load() && hook.IsScript(cmd) },
+			func(cmd redis.Cmder) bool { return t.armed[i].Load() && isLockCall(cmd) },
 			func(ctx context.Context, _ redis.Cmder) {
 				if t.armed[i].CompareAndSwap(true, false) {
 					at := time.Now()
@@ -52,6 +53,13 @@ func newHookTrigger(b backend.Backend, c *client) *hookTrigger {
 			hook.Times(1<<30)))
 	}
 	return t
+}
+
+// isLockCall matches what a lock sends a node: a script (fencedlock's,
+// redislock's and the Sentinel lock's acquire, and every lock's release and
+// extend) or a SET (redsync's acquire, SET NX PX).
+func isLockCall(cmd redis.Cmder) bool {
+	return hook.IsScript(cmd) || strings.EqualFold(cmd.Name(), "set")
 }
 
 func (t *hookTrigger) arm(node int)         { t.armed[node].Store(true) }

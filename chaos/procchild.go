@@ -15,10 +15,9 @@ import (
 
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/hook"
+	"github.com/fencedlock/fencedlock/chaos/locker"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
-	"github.com/fencedlock/fencedlock/fencing"
-	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // ClientMain runs this process as a client process of a chaos run, when Run
@@ -69,7 +68,7 @@ func serveClient(in io.Reader, out io.Writer) error {
 	if s.ClockRate != 0 {
 		clk = clock.NewSkewed(clock.Real(), 0, s.ClockRate)
 	}
-	c, err := newClient(s.Client, cfg, s.Addrs, clk, rec.Client(clientName(s.Client)), fencing.NewRedis(storeRDB))
+	c, err := newClient(s.Client, cfg, s.Addrs, clk, rec.Client(clientName(s.Client)), newStore(storeRDB, true), new(atomic.Uint64))
 	if err != nil {
 		return err
 	}
@@ -94,8 +93,8 @@ func serveClient(in io.Reader, out io.Writer) error {
 	if s.KillTrigger {
 		trigger = newChildTrigger(c, w)
 	}
-	c.pause = func(ctx context.Context, l *redlock.Lock) {
-		tok := l.Token()
+	c.pause = func(ctx context.Context, l locker.Hold) {
+		tok, _ := l.Token() // client processes run fencedlock alone, which has one
 		if w.send(procEvent{Stop: &tok}) != nil {
 			return
 		}

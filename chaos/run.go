@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,6 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/report"
 	"github.com/fencedlock/fencedlock/chaos/schedule"
 	"github.com/fencedlock/fencedlock/clock"
-	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/internal/redisproc"
 )
 
@@ -60,7 +60,8 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	defer storeProc.Close()
 	storeRDB := redis.NewClient(&redis.Options{Addr: storeProc.Addr()})
 	defer storeRDB.Close()
-	store := fencing.NewRedis(storeRDB)
+	spec, _ := lockSpecOf(cfg.Lock) // checked by withDefaults
+	st := newStore(storeRDB, HasToken(cfg.Lock))
 
 	plan, err := nodePlan(cfg)
 	if err != nil {
@@ -86,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 			trig = procs.trig
 		}
 	} else {
-		if clients, err = startClients(cfg, backend.Addrs(b), rec, store); err != nil {
+		if clients, err = startClients(cfg, backend.Addrs(b), rec, st); err != nil {
 			return report.Run{}, err
 		}
 		defer func() {
@@ -94,10 +95,12 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 				c.close()
 			}
 		}()
-		probe := newProber(b, cfg)
-		defer probe.close()
-		for _, c := range clients {
-			c.probe = probe
+		if spec.fencedlock { // probes read redlock's hold values (see ownBefore)
+			probe := newProber(b, cfg)
+			defer probe.close()
+			for _, c := range clients {
+				c.probe = probe
+			}
 		}
 		arm = func(kind fault.Kind, i int) {
 			switch kind {
@@ -161,13 +164,9 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
 	for _, tg := range targets(cfg) {
-		log, err := store.Log(fctx, tg.resource)
+		entries, err := st.Log(fctx, tg.resource)
 		if err != nil {
 			return report.Run{}, fmt.Errorf("chaos: reading the store: %w", err)
-		}
-		entries := make([]string, len(log))
-		for i, e := range log {
-			entries[i] = e.Data
 		}
 		rec.Store(tg.resource, entries)
 	}
@@ -182,6 +181,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		Nodes: cfg.Nodes, Clients: cfg.Clients, Duration: elapsed, Backend: cfg.Backend,
 		Seed: int64(cfg.Seed), History: h, Result: checker.Check(h, opts), ClientProcs: procReport,
 		Requested: slices.Clone(cfg.Faults), Interrupted: interrupted,
+		Lock: cfg.Lock,
 	}
 	return run, faults.err()
 }
@@ -250,14 +250,17 @@ func newBackend(ctx context.Context, cfg Config) (backend.Backend, error) {
 // instead (client i is index i) and lose nothing.
 func clientName(i int) string { return history.History{}.ClientName(i) }
 
-func startClients(cfg Config, addrs []string, rec *recorder.Recorder, store *fencing.Redis) ([]*client, error) {
-	var clients []*client
+func startClients(cfg Config, addrs []string, rec *recorder.Recorder, st *store) ([]*client, error) {
+	var (
+		clients []*client
+		seq     atomic.Uint64
+	)
 	for i := range cfg.Clients {
 		var clk clock.Clock = clock.Real()
 		if i == 0 && cfg.has(fault.ClientClockSkew) {
 			clk = clock.NewSkewed(clock.Real(), 0, 0.5) // half speed: validity lasts twice as long
 		}
-		c, err := newClient(i, cfg, addrs, clk, rec.Client(clientName(i)), store)
+		c, err := newClient(i, cfg, addrs, clk, rec.Client(clientName(i)), st, &seq)
 		if err != nil {
 			for _, c := range clients {
 				c.close()

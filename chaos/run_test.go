@@ -144,6 +144,12 @@ func TestBadConfig(t *testing.T) {
 		{Faults: []fault.Kind{fault.Failover}}, // needs replicas
 		{Replicas: true, Backend: "docker"},    // the default faults include delayed-restart, which a pair of containers does not take
 		{Replicas: true, Backend: "docker", Faults: []fault.Kind{fault.Failover, fault.ClockSkew}},
+		{Lock: "zookeeper"},
+		{Lock: chaos.LockSentinel},                                             // needs replicas
+		{Lock: chaos.LockFencedlockAcks},                                       // so does this
+		{Lock: chaos.LockRedsync, ClientProcs: true},                           // fencedlock only
+		{Lock: chaos.LockRedislock, Lanes: 2},                                  // so are lanes
+		{Lock: chaos.LockRedsync, Faults: []fault.Kind{fault.ClientClockSkew}}, // and a skewed client clock
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
 			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)

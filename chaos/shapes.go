@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedlock/fencedlock/chaos/locker"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
-	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // Shapes of the workload that reach what one goroutine per client and the
@@ -73,7 +73,7 @@ func (c *client) shape(ctx context.Context, tg target) bool {
 // unlock.
 func (c *client) burst(ctx context.Context, tg target) {
 	for range 3 + c.rnd.IntN(4) {
-		l, h, ok := c.acquire(ctx, tg.key)
+		l, h, ok := c.acquire(ctx, tg.key, false)
 		if !ok {
 			return
 		}
@@ -88,7 +88,7 @@ func (c *client) burst(ctx context.Context, tg target) {
 // bounded by one), writing after each success; then it keeps the hold to
 // its validity and unlocks after it, as a to-validity hold does.
 func (c *client) lastMoment(ctx context.Context, tg target) {
-	l, h, ok := c.acquire(ctx, tg.key)
+	l, h, ok := c.acquire(ctx, tg.key, false)
 	if !ok {
 		return
 	}
@@ -115,7 +115,7 @@ func (c *client) lastMoment(ctx context.Context, tg target) {
 // wake-up from carrying it past the shorter keys' life, as writeIfValid's
 // keeps a write.
 func (c *client) shrink(ctx context.Context, tg target) {
-	l, h, ok := c.acquire(ctx, tg.key)
+	l, h, ok := c.acquire(ctx, tg.key, false)
 	if !ok {
 		return
 	}
@@ -131,7 +131,7 @@ func (c *client) shrink(ctx context.Context, tg target) {
 }
 
 // extendFor calls Extend for ttl and records it; it reports success.
-func (c *client) extendFor(ctx context.Context, l *redlock.Lock, h recorder.Hold, ttl time.Duration) bool {
+func (c *client) extendFor(ctx context.Context, l locker.Hold, h recorder.Hold, ttl time.Duration) bool {
 	e := h.Extend()
 	ectx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 	err := l.Extend(ectx, ttl)
@@ -141,7 +141,7 @@ func (c *client) extendFor(ctx context.Context, l *redlock.Lock, h recorder.Hold
 		e.OK(c.realTime(l.Until()))
 		c.probeHold(h)
 		return true
-	case errors.Is(err, redlock.ErrLockLost):
+	case errors.Is(err, locker.ErrLost):
 		e.LockLost()
 	default:
 		e.Fail(err)

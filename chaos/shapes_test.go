@@ -27,6 +27,7 @@ func TestLanesDefault(t *testing.T) {
 		{"plain", Config{}, 1},
 		{"hunt", Config{Profile: ProfileHunt}, huntLanes},
 		{"set", Config{Lanes: 4}, 4},
+		{"hunt, another lock", Config{Profile: ProfileHunt, Lock: LockRedsync}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

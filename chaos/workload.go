@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/chaos/fault"
+	"github.com/fencedlock/fencedlock/chaos/locker"
 	"github.com/fencedlock/fencedlock/chaos/recorder"
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/fencing"
-	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // The workload: every client loops Lock → fenced write → hold → Unlock,
@@ -51,12 +51,16 @@ func targets(cfg Config) []target {
 type client struct {
 	id    int
 	cfg   Config
+	spec  lockSpec
 	clk   clock.Clock // the client's own clock: skewed for client-clock-skew
 	rdbs  []*redis.Client
-	rl    *redlock.Client
+	lk    locker.Locker
 	rec   *recorder.Client
-	store *fencing.Redis
+	store *store
 	rnd   *rand.Rand // hold times and shapes; shared by the client's lanes (see lockedSource)
+	// seq gives the harness's token to the holds of a lock that has none,
+	// in the order the acquisitions returned; shared by the clients.
+	seq *atomic.Uint64
 
 	pauseNext atomic.Bool // client-pause: stop past the validity on the next hold
 	skewNext  atomic.Bool // client-clock-skew: work to the validity on the next hold
@@ -67,21 +71,27 @@ type client struct {
 	probing sync.WaitGroup // probes made in the background
 
 	valuesMu sync.Mutex      // protects lockID, held: the client's lanes share them
-	lockID   string          // the end of every hold value of rl, once a hold showed it (see ownBefore)
+	lockID   string          // the end of every hold value of lk, once a hold showed it (see ownBefore)
 	held     map[string]bool // every hold value Lock returned to a lane of this client
 
 	// pause stops the client past the validity of l, in its critical section,
 	// and records the fault: sleepPastValidity, unless the client runs in a
 	// process of its own (procchild.go).
-	pause func(ctx context.Context, l *redlock.Lock)
+	pause func(ctx context.Context, l locker.Hold)
 }
 
-func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, store *fencing.Redis) (*client, error) {
-	c := &client{id: id, cfg: cfg, clk: clk, rec: rec, store: store,
+func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, st *store, seq *atomic.Uint64) (*client, error) {
+	if cfg.Lock == "" {
+		cfg.Lock = LockFencedlock // a client process's settings name none: it runs fencedlock
+	}
+	spec, err := lockSpecOf(cfg.Lock)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{id: id, cfg: cfg, spec: spec, clk: clk, rec: rec, store: st, seq: seq,
 		rnd: rand.New(&lockedSource{src: rand.NewPCG(cfg.Seed, uint64(id))})}
 	c.pause = c.sleepPastValidity
-	nodes := make([]redis.UniversalClient, len(addrs))
-	for i, a := range addrs {
+	for _, a := range addrs {
 		rdb := redis.NewClient(&redis.Options{
 			Addr:        a,
 			DialTimeout: cfg.NodeTimeout,
@@ -91,14 +101,13 @@ func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorde
 			PoolSize:              8,
 		})
 		c.rdbs = append(c.rdbs, rdb)
-		nodes[i] = rdb
 	}
-	rl, err := redlock.New(nodes, redlock.WithClock(clk), redlock.WithNodeTimeout(cfg.NodeTimeout))
+	lk, err := spec.build(locker.Config{Nodes: c.rdbs, Clock: clk, NodeTimeout: cfg.NodeTimeout})
 	if err != nil {
 		c.close()
 		return nil, err
 	}
-	c.rl = rl
+	c.lk = lk
 	return c, nil
 }
 
@@ -117,8 +126,8 @@ func warmUp(rdbs []*redis.Client, timeout time.Duration) {
 }
 
 func (c *client) close() {
-	if c.rl != nil {
-		_ = c.rl.Close()
+	if c.lk != nil {
+		_ = c.lk.Close()
 	}
 	for _, r := range c.rdbs {
 		_ = r.Close()
@@ -149,7 +158,7 @@ func (c *client) lane(ctx context.Context) {
 
 func (c *client) once(ctx context.Context) {
 	tg := target{lockKey, resource}
-	l, h, ok := c.acquire(ctx, tg.key)
+	l, h, ok := c.acquire(ctx, tg.key, false)
 	if !ok {
 		return
 	}
@@ -175,21 +184,39 @@ func (c *client) once(ctx context.Context) {
 	}
 }
 
-// acquire calls Lock for key, bounded by twice the TTL, and records it with
-// the nodes that granted it (indexes of the backend's nodes, the same the
-// faults name), so that the checker blames a node fault only on the holds
-// that node was part of.
-func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOption) (*redlock.Lock, recorder.Hold, bool) {
+// acquire calls Lock (with auto-extension if auto, which only a
+// locker.AutoExtender is asked for) for key, bounded by twice the TTL, and
+// records it with the nodes that granted it, when the hold knows them
+// (indexes of the backend's nodes, the same the faults name), so that the
+// checker blames a node fault only on the holds that node was part of. A
+// hold with no fencing token is recorded with the harness's (see seq).
+func (c *client) acquire(ctx context.Context, key string, auto bool) (locker.Hold, recorder.Hold, bool) {
 	a := c.rec.Acquire(key)
 	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
-	l, err := c.rl.Lock(lctx, key, c.cfg.TTL, opts...)
+	var (
+		l   locker.Hold
+		err error
+	)
+	if ax, ok := c.lk.(locker.AutoExtender); ok && auto {
+		l, err = ax.LockAutoExtend(lctx, key, c.cfg.TTL)
+	} else {
+		l, err = c.lk.Lock(lctx, key, c.cfg.TTL)
+	}
 	cancel()
 	if err != nil {
 		a.Fail(err)
 		c.probeAfterFailure(ctx, key, c.clk.Now())
 		return nil, recorder.Hold{}, false
 	}
-	h := a.Value(l.Value()).Granted(l.Nodes()).OK(l.Token(), c.realTime(l.Until()))
+	token, ok := l.Token()
+	if !ok {
+		token = c.seq.Add(1)
+	}
+	a.Value(l.Value())
+	if g, ok := l.(locker.Granted); ok {
+		a.Granted(g.Nodes())
+	}
+	h := a.OK(token, c.realTime(l.Until()))
 	c.valuesMu.Lock()
 	c.lockID = l.Value()[max(len(l.Value())-8, 0):]
 	if c.held == nil {
@@ -205,7 +232,8 @@ func (c *client) acquire(ctx context.Context, key string, opts ...redlock.LockOp
 // client-clock-skew), on the real clock, which the recorder reads.
 func (c *client) realTime(t time.Time) time.Time { return time.Now().Add(t.Sub(c.clk.Now())) }
 
-// write appends a fresh entry to resource with h's token, and records it.
+// write appends a fresh entry to resource with h's token (unfenced when
+// the lock has none, see store), and records it.
 func (c *client) write(ctx context.Context, h recorder.Hold, res string) {
 	entry := fmt.Sprintf("c%d-%d", c.id, c.writes.Add(1))
 	w := h.Write(res, entry)
@@ -223,16 +251,16 @@ func (c *client) write(ctx context.Context, h recorder.Hold, res string) {
 }
 
 // unlock releases l and records it.
-func (c *client) unlock(ctx context.Context, l *redlock.Lock, h recorder.Hold) {
+func (c *client) unlock(ctx context.Context, l locker.Hold, h recorder.Hold) {
 	r := h.Release()
 	at := c.clk.Now()
 	uctx, ucancel := context.WithTimeout(ctx, c.cfg.TTL)
-	err := l.Unlock(uctx)
+	err := l.Release(uctx)
 	ucancel()
 	switch {
 	case err == nil:
 		r.OK()
-	case errors.Is(err, redlock.ErrLockLost):
+	case errors.Is(err, locker.ErrLost):
 		r.LockLost()
 	default:
 		r.Fail(err)
@@ -242,7 +270,7 @@ func (c *client) unlock(ctx context.Context, l *redlock.Lock, h recorder.Hold) {
 
 // sleepPastValidity is a GC pause: the client stops well past the validity
 // of l, then writes as if nothing happened.
-func (c *client) sleepPastValidity(ctx context.Context, l *redlock.Lock) {
+func (c *client) sleepPastValidity(ctx context.Context, l locker.Hold) {
 	start := time.Now()
 	sleepReal(ctx, l.Until().Sub(c.clk.Now())+c.cfg.TTL/2)
 	c.rec.FaultAt(fault.ClientPause, start, time.Now(), nil)

@@ -189,7 +189,18 @@ type CheckOptions struct {
 	// MinAcquisitions is how many successful acquires a history needs for a
 	// verdict other than unknown; default 2.
 	MinAcquisitions int
+	// HarnessTokens says that the lock gave no fencing token, and that the
+	// history's tokens are the harness's own, numbered in the order the
+	// acquisitions returned (its writes went to the store unfenced): the
+	// properties of the lock's tokens (TokenProperties) are then not
+	// applicable, and the store's, judged on those numbers, count the stale
+	// writes that reached the store. Default false: the lock's tokens.
+	HarnessTokens bool
 }
+
+// TokenProperties are the properties of a lock's fencing tokens: not
+// applicable to a lock that gives none (CheckOptions.HarnessTokens).
+func TokenProperties() []Property { return []Property{FencingOrder, DuplicateTokens} }
 
 // DefaultExpected returns the assumption-breaking faults of each property:
 // mutual exclusion rests on clients acting within their validity, on clocks
@@ -251,6 +262,11 @@ type Result struct {
 	Verdict Verdict
 	Reason  string // why the verdict, in a few words
 
+	// NotApplicable lists the properties not judged, since the lock lacks
+	// what they are about (TokenProperties, under HarnessTokens): their
+	// counts are zero, and mean nothing.
+	NotApplicable []Property
+
 	Violations []Violation           // every violation, by property then time
 	Found      Counts                // all violations
 	Expected   Counts                // those blamed on assumption-breaking faults
@@ -278,6 +294,9 @@ type Result struct {
 	// others, since they may have half happened.
 	FailedFaults []FaultSpan
 }
+
+// Applicable reports whether p was judged (see NotApplicable).
+func (r Result) Applicable(p Property) bool { return !slices.Contains(r.NotApplicable, p) }
 
 // Unexpected returns the counts of violations not explained by faults.
 func (r Result) Unexpected() Counts {
@@ -323,8 +342,12 @@ func Check(h history.History, opts CheckOptions) Result {
 	}
 
 	vs := mutualExclusion(spans, h.ClockError)
-	vs = append(vs, fencingOrder(h)...)
-	vs = append(vs, duplicateTokens(h)...)
+	if opts.HarnessTokens {
+		res.NotApplicable = TokenProperties()
+	} else {
+		vs = append(vs, fencingOrder(h)...)
+		vs = append(vs, duplicateTokens(h)...)
+	}
 	vs = append(vs, resurrectedHolds(h)...)
 	vs = append(vs, staleWrites(h)...)
 	lost, checked := lostWrites(h)

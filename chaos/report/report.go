@@ -30,6 +30,7 @@ type Run struct {
 	Duration time.Duration // how long the workload ran
 	Backend  string        // where the nodes ran, e.g. "process" or "docker"
 	Seed     int64         // the seed of the fault schedule
+	Lock     string        // the lock the workload drove (chaos.Locks); "" is fencedlock
 	History  history.History
 	// Result is checker.Check(History, ...); the zero Result means
 	// Check(History, CheckOptions{}).
@@ -74,7 +75,15 @@ type Report struct {
 	// that was requested and never happened.
 	Warnings []string `json:"warnings,omitempty"`
 
-	Reason             string                        `json:"reason"`
+	Reason string `json:"reason"`
+	// Lock is the lock the workload drove; omitted for fencedlock's own
+	// runs before locks could be compared.
+	Lock string `json:"lock,omitempty"`
+	// NotApplicable lists the properties not judged, since the lock lacks
+	// what they are about (its counts in Violations are zero and mean
+	// nothing): fencing_order and duplicate_tokens for a lock with no
+	// fencing token.
+	NotApplicable      []checker.Property            `json:"not_applicable,omitempty"`
 	Backend            string                        `json:"backend,omitempty"`
 	Seed               int64                         `json:"seed"`
 	ExpectedViolations checker.Counts                `json:"expected_violations"`
@@ -173,6 +182,8 @@ func New(run Run) Report {
 		StaleWritesRejected: res.StaleWritesRejected,
 		Verdict:             res.Verdict,
 		Reason:              res.Reason,
+		Lock:                run.Lock,
+		NotApplicable:       res.NotApplicable,
 		Backend:             run.Backend,
 		Seed:                run.Seed,
 		ExpectedViolations:  res.Expected,

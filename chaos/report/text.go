@@ -33,6 +33,9 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Seed != 0 {
 		fmt.Fprintf(&b, ", seed %d", r.Seed)
 	}
+	if r.Lock != "" {
+		fmt.Fprintf(&b, ", lock %s", r.Lock)
+	}
 	b.WriteString("\n")
 	l := r.AcquireLatencyMs
 	fmt.Fprintf(&b, "acquisitions: %d ok, %d failed; latency p50 %s p99 %s max %s\n",
@@ -52,7 +55,7 @@ func (r Report) WriteText(w io.Writer) error {
 	if len(r.ClientProcs) > 0 {
 		procsText(&b, r.ClientProcs)
 	}
-	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations))
+	fmt.Fprintf(&b, "violations: %s\n", countsText(r.Violations, r.ExpectedViolations, r.NotApplicable))
 	store := "correct"
 	if !r.StoreCorrect {
 		store = "NOT CORRECT"
@@ -206,9 +209,13 @@ func faultsText(faults map[fault.Kind]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func countsText(found, expected checker.Counts) string {
+func countsText(found, expected checker.Counts, na []checker.Property) string {
 	var parts []string
 	for _, p := range checker.Properties() {
+		if slices.Contains(na, p) {
+			parts = append(parts, fmt.Sprintf("%s n/a", p))
+			continue
+		}
 		s := fmt.Sprintf("%s %d", p, found.Get(p))
 		if e := expected.Get(p); e > 0 {
 			s += fmt.Sprintf(" (%d expected)", e)

@@ -23,6 +23,7 @@ var chaosHeader = `Usage:
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
                    [--client-procs] [--stop-on-violation] [--replicas]
+                   [--lock fencedlock|fencedlock-acks|redsync|redislock|sentinel|all]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
@@ -48,6 +49,22 @@ promoted while it lags, so the writes its primary acknowledged last
 (grants, fence counter increments) are lost. On the docker backend such
 nodes take only the node faults ` + fault.Join(chaos.DockerReplicaFaults()) + `
 (and the client faults): give them with --faults.
+
+--lock picks the lock the workload drives: fencedlock (the default),
+fencedlock-acks (fencedlock counting a grant once the node's replica has it;
+needs --replicas), redsync (Redlock on every node), redislock (one lock on
+node 0) or sentinel (SET NX PX with an INCR token on node 0, a primary with a
+replica under Sentinel; needs --replicas). A lock with no fencing token
+(redsync, redislock) writes to the store unfenced, and its stale writes that
+reached the store are counted; fencing order and duplicate tokens are n/a.
+The probes of the nodes, lanes, --client-procs and client-clock-skew need
+fencedlock. --lock all runs the five one after another under the same seed
+and fault schedule, each on fresh nodes (with --replicas for all, which it
+turns on), prints a comparison table, writes one timeline per lock next to
+--html (FILE-LOCK.html) with FILE the table linking them, and puts the
+comparison in the JSON report (its single-run fields are fencedlock's); its
+exit status is about fencedlock's two variants alone. --history takes one
+lock that gives a token.
 `
 
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
@@ -105,6 +122,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"end the run ten TTLs after the first safety violation the faults do not explain (faults in progress may yet explain it); the report covers the run up to then")
 	fs.BoolVar(&cfg.Replicas, "replicas", false,
 		"make each node a primary with a replica under Sentinel (the failover fault needs it)")
+	lock := fs.String("lock", chaos.LockFencedlock, "the lock to drive ("+strings.Join(chaos.Locks(), ", ")+"), or all to compare them")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -147,6 +165,20 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		cfg.Progress = stderr
 	}
 
+	if *lock == "all" && *historyPath != "" {
+		return cmd.fail(stderr, "--history writes one run's history: use it with one --lock")
+	}
+	if *historyPath != "" && !chaos.HasToken(*lock) {
+		// The history's tokens would be the harness's own numbering, which
+		// 'fencedlock check' would judge as the lock's.
+		return cmd.fail(stderr, "--history: lock %s gives no fencing token, and a history carries the lock's", *lock)
+	}
+	if *lock == "all" {
+		cfg.Replicas = cfg.Replicas || cfg.Backend == "process"
+	} else {
+		cfg.Lock = *lock
+	}
+
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	clients := "clients"
@@ -161,8 +193,11 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.Replicas {
 		nodes = "nodes (each a primary with a replica)"
 	}
-	fmt.Fprintf(stderr, "chaos: %d %s %s, %d %s, %v, faults %s, seed %d\n",
-		cfg.Nodes, cfg.Backend, nodes, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed)
+	fmt.Fprintf(stderr, "chaos: %d %s %s, %d %s, %v, faults %s, seed %d, lock %s\n",
+		cfg.Nodes, cfg.Backend, nodes, cfg.Clients, clients, cfg.Duration, profile, cfg.Seed, *lock)
+	if *lock == "all" {
+		return runCompare(ctx, cmd, cfg, *jsonPath, *htmlPath, stdout, stderr)
+	}
 	run, err := chaos.Run(ctx, cfg)
 	switch {
 	case errors.Is(err, chaos.ErrConfig):

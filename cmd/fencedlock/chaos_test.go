@@ -57,6 +57,14 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--node-timeout", "0s"},
 		{"--backend", "docker", "--replicas"}, // the default faults recreate containers
 		{"extra"},
+		{"--lock", "zookeeper"},
+		{"--lock", "sentinel"},        // needs --replicas
+		{"--lock", "fencedlock-acks"}, // so does this
+		{"--lock", "redsync", "--client-procs"},
+		{"--lock", "redislock", "--lanes", "2"},
+		{"--lock", "redsync", "--faults", "client-clock-skew"},
+		{"--lock", "all", "--history", "h.jsonl"},
+		{"--lock", "redsync", "--history", "h.jsonl"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)
 		if r.code != exitUsage {

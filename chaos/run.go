@@ -125,6 +125,13 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		procs.begin()
 	}
 	faults := &faultLog{rec: rec, runCtx: runCtx}
+	if p, ok := b.(backend.Promotions); ok {
+		// A promotion no failover fault asked for (another fault kept a
+		// primary from Sentinel past its down-after) lost what the
+		// replica lacked: it is recorded as the failover it was.
+		p.OnPromotion(func(node int, at time.Time) { faults.record(fault.Failover, node, at, at, nil) })
+		defer p.OnPromotion(nil)
+	}
 	heals := newHealLoss(runCtx, cfg, plan, rec)
 	for _, c := range clients {
 		heals.watch(c)

@@ -55,3 +55,16 @@ func (f Failover) Inject(ctx context.Context, b Backend) (func(context.Context) 
 func (f Failover) String() string {
 	return fmt.Sprintf("fail node %d over to its replica lagging %v", f.Node, f.Lag)
 }
+
+// Promotions is an optional capability of a Replicated backend: it tells
+// of the promotions Sentinel made that no FailOver asked for. A fault that
+// keeps a primary from Sentinel past its down-after (a kill, a pause) makes
+// Sentinel fail the node over, as in production: the promoted replica lacks
+// what had not reached it, the loss a Failover brings. A run records each
+// as a failover at that moment, so that a history shows what lost the
+// writes.
+type Promotions interface {
+	// OnPromotion sets f, called with the node and the time of every such
+	// promotion. f must not block.
+	OnPromotion(f func(node int, at time.Time))
+}

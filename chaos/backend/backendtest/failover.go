@@ -3,7 +3,9 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +41,10 @@ func CheckFailoverLoses(t *testing.T, b ReplicatedBackend, i int, ttl time.Durat
 	// longest below.
 	c := redis.NewClient(&redis.Options{Addr: b.Nodes()[i].Addr(), ReadTimeout: 2 * WaitLimit, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
+	var promos *Promotions
+	if p, ok := b.(backend.Promotions); ok {
+		promos = ListenPromotions(t, p)
+	}
 	before, err := b.DirectAddr(i)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +112,13 @@ func CheckFailoverLoses(t *testing.T, b ReplicatedBackend, i int, ttl time.Durat
 		t.Fatal(err)
 	}
 	rejoin = time.Since(t0)
+	if promos != nil {
+		// The failover's own promotion is a fault of the schedule's, not
+		// one to report.
+		if got := promos.Nodes(); len(got) != 0 {
+			t.Errorf("the failover's own promotion reported as one no failover asked for: nodes %v", got)
+		}
+	}
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -163,4 +176,31 @@ func checkKeys(t *testing.T, c *redis.Client, lost string) {
 			t.Errorf("%s, replicated before the failover, is lost: %q, %v", k, v, err)
 		}
 	}
+}
+
+// Promotions records what a backend reports through
+// backend.Promotions.OnPromotion from the call on, until the test ends.
+type Promotions struct {
+	mu    sync.Mutex // protects nodes
+	nodes []int
+}
+
+// ListenPromotions starts recording b's reports of promotions that no
+// failover asked for.
+func ListenPromotions(t testing.TB, b backend.Promotions) *Promotions {
+	p := &Promotions{}
+	b.OnPromotion(func(node int, _ time.Time) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.nodes = append(p.nodes, node)
+	})
+	t.Cleanup(func() { b.OnPromotion(nil) })
+	return p
+}
+
+// Nodes returns the nodes of the promotions reported so far, in order.
+func (p *Promotions) Nodes() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.nodes)
 }

@@ -87,6 +87,7 @@ type Backend struct {
 	nodes    []*dockerNode
 	timing   sentinel.Timing
 	sentinel *sentinelCtr // nil without replicas
+	promos   sentinel.Promotions
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -97,6 +98,7 @@ var (
 	_ backend.Direct     = (*Backend)(nil)
 	_ backend.Proxied    = (*Backend)(nil)
 	_ backend.Replicated = (*Backend)(nil)
+	_ backend.Promotions = (*Backend)(nil)
 )
 
 // Images for Docker backends.

@@ -32,7 +32,10 @@ const (
 // leads to the port Docker publishes for the primary Sentinel last named.
 type pair struct {
 	name    string // Sentinel's name for it
+	node    int    // the backend's index of it
 	servers [2]*server
+	// promotions hears of every move of the primary (read-only).
+	promotions *sentinel.Promotions
 
 	mu      sync.Mutex    // protects primary, changed and the servers' published
 	primary int           // index in servers of the primary Sentinel last named
@@ -59,7 +62,7 @@ func (s *server) addr() string { return net.JoinHostPort(s.ip, strconv.Itoa(redi
 // first, and points the relay at the first. On error it returns the pair
 // so far, for Close to remove.
 func (d *Backend) startPair(ctx context.Context, i int, r *relay.Relay) (*pair, error) {
-	p := &pair{name: "node" + strconv.Itoa(i), changed: make(chan struct{}), relay: r}
+	p := &pair{name: "node" + strconv.Itoa(i), node: i, promotions: &d.promos, changed: make(chan struct{}), relay: r}
 	for s := range p.servers {
 		var extra []string
 		if s == 1 {
@@ -171,8 +174,8 @@ func (p *pair) primaryIndex() int {
 // follow makes the server at addr (on the network) the primary and moves
 // the relay to its published port. An address of neither is ignored.
 func (p *pair) follow(addr string) {
+	moved := false
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for s, srv := range p.servers {
 		if srv.addr() != addr || s == p.primary {
 			continue
@@ -181,6 +184,11 @@ func (p *pair) follow(addr string) {
 		p.relay.Retarget(srv.published)
 		close(p.changed)
 		p.changed = make(chan struct{})
+		moved = true
+	}
+	p.mu.Unlock()
+	if moved && p.promotions != nil {
+		p.promotions.Promoted(p.node)
 	}
 }
 

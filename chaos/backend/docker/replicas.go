@@ -61,6 +61,7 @@ func (d *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 		return fmt.Errorf("docker: failover lag %v: want >= 0", lag)
 	}
 	return d.withPair(ctx, i, "fail over", func(ctx context.Context, p *pair) error {
+		defer d.promos.Asking(i)()
 		t := d.timing
 		if err := p.waitWhole(ctx, d.sentinel.Client, t, t.Settle()); err != nil {
 			return fmt.Errorf("the pair is not whole: %w", err)
@@ -186,3 +187,6 @@ func (d *Backend) resumeServer(ctx context.Context, s *server) error {
 	s.paused = false
 	return nil
 }
+
+// OnPromotion implements backend.Promotions.
+func (d *Backend) OnPromotion(f func(node int, at time.Time)) { d.promos.Listen(f) }

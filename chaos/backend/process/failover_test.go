@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func TestReplicatedPauseFailsOver(t *testing.T) {
 	b := newBackend(t, 1, process.WithReplicas(replicaTTL))
 	ctx := t.Context()
 	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
+	promos := backendtest.ListenPromotions(t, b)
 	paused, err := b.DirectAddr(0)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,11 @@ func TestReplicatedPauseFailsOver(t *testing.T) {
 	})
 	if now, err := b.DirectAddr(0); err != nil || now == paused {
 		t.Fatalf("primary after the pause: %s, %v (paused %s)", now, err, paused)
+	}
+	// That promotion lost what the replica lacked, and no failover fault
+	// asked for it: the backend tells of it, once.
+	if got := promos.Nodes(); !slices.Equal(got, []int{0}) {
+		t.Fatalf("promotions reported: nodes %v, want [0]", got)
 	}
 	if err := b.Rejoin(ctx, 0); err != nil {
 		t.Fatal(err)

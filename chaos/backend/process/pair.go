@@ -24,10 +24,14 @@ import (
 // Sentinel's word moves to the current primary's own address, never
 // through a hold proxy: a primary acknowledges their writes at once.
 type pair struct {
-	name  string // Sentinel's name for it
-	procs [2]*redisproc.Proc
-	repl  [2]*holdproxy.Proxy // replication addresses, by server
-	relay *relay.Relay
+	name string // Sentinel's name for it
+	node int    // the backend's index of it
+	// promotions hears of every move of the primary (set before the watch
+	// starts; read-only after).
+	promotions *sentinel.Promotions
+	procs      [2]*redisproc.Proc
+	repl       [2]*holdproxy.Proxy // replication addresses, by server
+	relay      *relay.Relay
 
 	mu      sync.Mutex    // protects primary, changed
 	primary int           // index in procs of the primary Sentinel last named
@@ -110,8 +114,8 @@ func (p *pair) primaryIndex() int {
 // follow makes the server whose replication address is addr the primary
 // and moves the relay to it. An address of neither server is ignored.
 func (p *pair) follow(addr string) {
+	moved := false
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for s, r := range p.repl {
 		if r.Addr() != addr || s == p.primary {
 			continue
@@ -120,6 +124,11 @@ func (p *pair) follow(addr string) {
 		p.relay.Retarget(p.procs[s].Addr())
 		close(p.changed)
 		p.changed = make(chan struct{})
+		moved = true
+	}
+	p.mu.Unlock()
+	if moved && p.promotions != nil {
+		p.promotions.Promoted(p.node)
 	}
 }
 

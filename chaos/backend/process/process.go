@@ -46,6 +46,7 @@ type Backend struct {
 	faketime string        // path of libfaketime.so.1, "" if missing
 	sentinel *sentinelProc // nil without replicas
 	timing   sentinel.Timing
+	promos   sentinel.Promotions
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -88,6 +89,7 @@ var (
 	_ backend.Direct     = (*Backend)(nil)
 	_ backend.Proxied    = (*Backend)(nil)
 	_ backend.Replicated = (*Backend)(nil)
+	_ backend.Promotions = (*Backend)(nil)
 )
 
 // Option configures New.
@@ -171,6 +173,7 @@ func (b *Backend) startNode(ctx context.Context, i int, cfg config) (*procNode, 
 		if err != nil {
 			return nil, fmt.Errorf("process: node %d: %w", i, err)
 		}
+		p.node, p.promotions = i, &b.promos
 		node.pair, upstream = p, p.relay.Addr()
 	} else {
 		proc, err := redisproc.Start(ctx, redisproc.Config{

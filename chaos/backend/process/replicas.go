@@ -54,6 +54,7 @@ func (b *Backend) FailOver(ctx context.Context, i int, lag time.Duration) error 
 		return fmt.Errorf("process: failover lag %v: want >= 0", lag)
 	}
 	return b.withPair(i, "fail over", func(p *pair) error {
+		defer b.promos.Asking(i)()
 		t := b.timing
 		if err := p.waitWhole(ctx, b.sentinel, t, t.Settle()); err != nil {
 			return fmt.Errorf("the pair is not whole: %w", err)
@@ -98,3 +99,6 @@ func (b *Backend) Rejoin(ctx context.Context, i int) error {
 		return p.waitWhole(ctx, b.sentinel, t, t.Settle())
 	})
 }
+
+// OnPromotion implements backend.Promotions.
+func (b *Backend) OnPromotion(f func(node int, at time.Time)) { b.promos.Listen(f) }

@@ -193,4 +193,3 @@ func TestPasswordNotInArgs(t *testing.T) {
 		})
 	}
 }
-

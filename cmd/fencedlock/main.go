@@ -61,7 +61,7 @@ Commands:
   chaos    run a fault-injection scenario against local Redis nodes and report
   check    check a history of lock operations recorded by any system, and report
   doctor   check the nodes against what the lock's guarantees rest on
-  version  print the version
+  version  print the version, and the revision it was built from
 
 ADDRS is a comma-separated list of host:port or redis://[user:password@]host:port[/db];
 a lock needs a majority of them. Without --nodes, run, status and doctor read

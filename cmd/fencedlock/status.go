@@ -42,7 +42,8 @@ and the line says so.
 const statusFooter = nodesEnvHelp + `
 Exit status:
   0   a quorum holds the key
-  1   no quorum holds the key (the nodes that answered are enough to tell)
+  1   no quorum holds the key (the nodes that answered are enough to tell),
+      or the report could not be written
   2   bad usage
   69  unknown: too few nodes answered to tell whether a quorum holds the key
       (also when no node answered)

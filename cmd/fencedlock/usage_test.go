@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,5 +172,31 @@ func TestRunHelpSaysWhatIsStopped(t *testing.T) {
 		if !strings.Contains(help, want) {
 			t.Errorf("run --help lacks %q", want)
 		}
+	}
+}
+
+// TestBadUsageProcess: the same as a process of its own, as a shell sees
+// it: stderr and the exit status, nothing on stdout.
+func TestBadUsageProcess(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--wait"}, "fencedlock run: missing value for --wait\nTry 'fencedlock run --help'.\n"},
+		{[]string{"chaos", "--nodes", "127.0.0.1:6379"}, "fencedlock chaos: --nodes takes a count of nodes to start (e.g. --nodes 5), " +
+			"not addresses; chaos always starts its own nodes (--backend process or docker); to check nodes of your own, " +
+			"use 'fencedlock doctor --nodes ADDRS'\nTry 'fencedlock chaos --help'.\n"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			argv := helper(t, append([]string{"fencedlock"}, tc.args...)...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != exitUsage || stderr.String() != tc.want || stdout.Len() > 0 {
+				t.Errorf("exit %d (%v), stderr %q, stdout %q; want exit %d, stderr %q", code, err, stderr.String(), stdout.String(), exitUsage, tc.want)
+			}
+		})
 	}
 }

@@ -288,9 +288,9 @@ func (c *countFlag) Set(s string) error {
 	return nil
 }
 
-// value is the count, or an error that says what the flag takes. wants is
-// what the count is of ("nodes to start"), instead what to do to use
-// addresses.
+// value is the count, or an error that says what the flag takes: a count
+// of wants ("nodes to start"), and, when it was given addresses, instead
+// (what to do with addresses).
 func (c *countFlag) value(wants, instead string) (int, error) {
 	if c.raw == "" {
 		return c.n, nil

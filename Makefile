@@ -90,7 +90,9 @@ image: deps-demo
 # Starts from a clean stack (a run cut short may have left one), waits for the
 # healthchecks by polling (Compose v1 has no `up --wait`), and takes it down
 # again whatever happens. The local image is never pulled (Compose v1 ignores
-# pull_policy, but the image target has just built it).
+# pull_policy, but the image target has just built it). status exits 1 when
+# the key is free, as it is once the quick start released it: the JSON check
+# that every node answered is what counts.
 compose-check: image
 	@set -eu; \
 	compose="$(COMPOSE) -p fencedlock-check"; \
@@ -108,7 +110,7 @@ compose-check: image
 	done; \
 	echo "compose-check: 5 nodes healthy"; \
 	$(GO) run ./examples/quickstart --nodes $(COMPOSE_NODES); \
-	$(GO) run ./cmd/fencedlock status --nodes $(COMPOSE_NODES) --key quickstart:invoice-42; \
+	$(GO) run ./cmd/fencedlock status --nodes $(COMPOSE_NODES) --key quickstart:invoice-42 || true; \
 	$(GO) run ./cmd/fencedlock status --nodes $(COMPOSE_NODES) --key quickstart:invoice-42 --json | \
 		grep -q '"answered": *5' || { echo "compose-check: not every node answered"; exit 1; }; \
 	echo "compose-check: ok"

@@ -67,6 +67,10 @@ exit status is about fencedlock's two variants alone. --history takes one
 lock that gives a token.
 `
 
+// chaosOwnNodes says what to do instead of giving chaos addresses.
+const chaosOwnNodes = "chaos always starts its own nodes (--backend process or docker); " +
+	"to check nodes of your own, use 'fencedlock doctor --nodes ADDRS'"
+
 var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated ones):
   tolerated:            ` + fault.Join(chaos.DefaultFaults()) + `
   assumption-breaking:  ` + fault.Join(fault.AssumptionBreaking()) + `
@@ -102,7 +106,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cmd := newCommand("chaos", chaosHeader, chaosFooter)
 	fs := cmd.fs
 	var cfg chaos.Config
-	fs.IntVar(&cfg.Nodes, "nodes", 5, "number of Redis nodes")
+	nodeCount := countFlag{n: 5}
+	fs.Var(&nodeCount, "nodes", "how many Redis nodes to start: a count `N`, not addresses (chaos starts its own)")
 	fs.IntVar(&cfg.Clients, "clients", 8, "number of workload clients")
 	fs.IntVar(&cfg.Lanes, "lanes", 0, "goroutines of each client sharing its lock client (0: 3 for the hunt, 1 otherwise)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
@@ -129,6 +134,10 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if fs.NArg() > 0 {
 		return cmd.fail(stderr, "unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if cfg.Nodes, err = nodeCount.value("nodes to start", chaosOwnNodes); err != nil {
+		return cmd.fail(stderr, "%v", err)
 	}
 	// Zero means default in chaos.Config; on the command line it is a mistake.
 	switch {

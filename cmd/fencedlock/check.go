@@ -54,7 +54,8 @@ const checkFooter = `Exit status:
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("check", checkHeader, checkFooter)
 	fs := cmd.fs
-	nodes := fs.Int("nodes", 0, "the history has `N` lock nodes: a quorum for liveness (default: its run line's)")
+	var nodeCount countFlag
+	fs.Var(&nodeCount, "nodes", "the history has `N` lock nodes, a count, not addresses: a quorum for liveness (default: its run line's)")
 	clockErr := fs.Duration("clock-error", 0,
 		"the history's timestamps may disagree by up to `D` (default: its run line's clock_error_ns, else 0)")
 	strict := fs.Bool("strict", false, "count every violation, even under faults that break the lock's assumptions")
@@ -72,10 +73,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
+	nodes, err := nodeCount.value("the lock nodes the history was recorded with",
+		"check reads a recorded history and talks to no node (to check nodes, use 'fencedlock doctor --nodes ADDRS')")
+	if err != nil {
+		return cmd.fail(stderr, "%v", err)
+	}
 	switch {
 	case fs.NArg() != 1:
 		return cmd.fail(stderr, "want one history FILE, got %d arguments", fs.NArg())
-	case *nodes < 0:
+	case nodes < 0:
 		return cmd.fail(stderr, "--nodes must not be negative")
 	case *clockErr < 0:
 		return cmd.fail(stderr, "--clock-error must not be negative")
@@ -98,8 +104,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "fencedlock check: warning: %s: %s\n", fs.Arg(0), w)
 	}
-	if *nodes > 0 {
-		h.Nodes = *nodes
+	if nodes > 0 {
+		h.Nodes = nodes
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "clock-error" { // 0 too: it overrides what the history says

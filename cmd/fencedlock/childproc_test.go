@@ -18,7 +18,7 @@ import (
 
 // helperMain is the child process:
 //
-//	env                    print FENCEDLOCK_TOKEN and FENCEDLOCK_KEY
+//	env                    print FENCEDLOCK_TOKEN, FENCEDLOCK_KEY and FENCEDLOCK_HOLDER
 //	exit N                 exit with status N
 //	kill-self              die of SIGTERM
 //	block FILE [stubborn]  write its pid to FILE, then sleep 30s (ignoring SIGTERM if stubborn)
@@ -35,7 +35,7 @@ import (
 func helperMain(args []string) int {
 	switch args[0] {
 	case "env":
-		fmt.Printf("token=%s\nkey=%s\n", os.Getenv("FENCEDLOCK_TOKEN"), os.Getenv("FENCEDLOCK_KEY"))
+		fmt.Printf("token=%s\nkey=%s\nholder=%s\n", os.Getenv("FENCEDLOCK_TOKEN"), os.Getenv("FENCEDLOCK_KEY"), os.Getenv("FENCEDLOCK_HOLDER"))
 		return 0
 	case "exit":
 		n, _ := strconv.Atoi(args[1])

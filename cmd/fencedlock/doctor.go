@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,7 +35,8 @@ Each finding is ok, warn or fail, with the reason and the fix. The clock
 check spends up to a second measuring the clocks' rates.
 `
 
-const doctorFooter = `Exit status:
+const doctorFooter = nodesEnvHelp + `
+Exit status:
   0   every finding is ok
   1   a warning, and no failure
   2   bad usage
@@ -51,28 +51,20 @@ const exitDoctorFail = 3
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCommand("doctor", doctorHeader, doctorFooter)
 	var (
-		nodes  string
+		nodes  nodeSource
 		ttl    time.Duration
 		acks   int
 		asJSON bool
 	)
-	c.fs.StringVar(&nodes, "nodes", "", "comma-separated Redis `ADDRS`: host:port or redis://[user:password@]host:port[/db] (required)")
+	nodes.register(c.fs)
 	c.fs.DurationVar(&ttl, "ttl", doctor.DefaultTTL, "the lock's time-to-live: the drift allowance and the node timeout derive from it")
 	c.fs.IntVar(&acks, "replica-acks", 0, "replicas each write waits for (redlock.WithReplicaAcks)")
 	c.fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "fencedlock doctor: %s\nTry 'fencedlock doctor --help'\n", fmt.Sprintf(format, a...))
-		return exitUsage
-	}
-	if err := c.fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		c.usage(stdout)
-		return exitOK
-	} else if err != nil {
-		return bad("%v", err)
+	bad := func(format string, a ...any) int { return c.fail(stderr, format, a...) }
+	if code, ok := c.parse(args, stdout, stderr); !ok {
+		return code
 	}
 	switch {
-	case nodes == "":
-		return bad("--nodes is required")
 	case ttl <= 0:
 		return bad("--ttl %v is not positive", ttl)
 	case ttl <= doctor.DriftAllowance(ttl):
@@ -82,9 +74,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case c.fs.NArg() > 0:
 		return bad("unexpected arguments: %s", strings.Join(c.fs.Args(), " "))
 	}
-	opts, err := parseNodes(nodes, defaultNodeTimeout)
+	opts, err := nodes.options(defaultNodeTimeout, os.Getenv)
 	if err != nil {
-		return bad("--nodes: %v", err)
+		return bad("%v", err)
 	}
 	clients := dial(opts)
 	defer closeAll(clients)

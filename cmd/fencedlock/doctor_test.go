@@ -227,7 +227,7 @@ func TestDoctorUsage(t *testing.T) {
 		{"ttl too short", []string{"--nodes", "127.0.0.1:1", "--ttl", "2ms"}, "--ttl 2ms leaves no validity"},
 		{"negative acks", []string{"--nodes", "127.0.0.1:1", "--replica-acks", "-1"}, "--replica-acks -1 is negative"},
 		{"bad node", []string{"--nodes", "127.0.0.1"}, "--nodes: node \"127.0.0.1\" is not host:port"},
-		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", []string{"--bogus"}, "unknown flag --bogus"},
 		{"extra argument", []string{"--nodes", "127.0.0.1:1", "extra"}, "unexpected arguments: extra"},
 	}
 	for _, tc := range cases {
@@ -238,7 +238,7 @@ func TestDoctorUsage(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 			if len(lines) != 2 || !strings.HasPrefix(lines[0], "fencedlock doctor: ") || !strings.Contains(lines[0], tc.msg) ||
-				lines[1] != "Try 'fencedlock doctor --help'" {
+				lines[1] != "Try 'fencedlock doctor --help'." {
 				t.Errorf("stderr %q, want one line with %q and the hint", r.stderr, tc.msg)
 			}
 			if r.stdout != "" {

@@ -61,10 +61,13 @@ Commands:
   chaos    run a fault-injection scenario against local Redis nodes and report
   check    check a history of lock operations recorded by any system, and report
   doctor   check the nodes against what the lock's guarantees rest on
-  version  print the version
+  version  print the version, and the revision it was built from
 
 ADDRS is a comma-separated list of host:port or redis://[user:password@]host:port[/db];
-a lock needs a majority of them. Run 'fencedlock COMMAND --help' for a command's flags.
+a lock needs a majority of them. Without --nodes, run, status and doctor read
+FENCEDLOCK_NODES; the password may come from --password-file or FENCEDLOCK_PASSWORD
+(one inside a URL shows in ps). In chaos and check, --nodes is a count, not addresses.
+Run 'fencedlock COMMAND --help' for a command's flags.
 `
 
 func main() {
@@ -82,7 +85,7 @@ func main() {
 // returns the exit status.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, mainUsage)
+		fmt.Fprint(stderr, "fencedlock: no command given\nTry 'fencedlock --help'.\n")
 		return exitUsage
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -97,7 +100,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "doctor":
 		return runDoctor(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "fencedlock %s %s\n", version(), runtime.Version())
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "fencedlock version: unexpected arguments: %s\nTry 'fencedlock --help'.\n", strings.Join(rest, " "))
+			return exitUsage
+		}
+		bi, _ := debug.ReadBuildInfo()
+		fmt.Fprint(stdout, versionText(bi))
 		return exitOK
 	case "help", "--help", "-help", "-h":
 		if len(rest) > 0 && rest[0] != "help" && !strings.HasPrefix(rest[0], "-") {
@@ -106,16 +114,44 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stdout, mainUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "fencedlock: unknown command %q\n\n%s", cmd, mainUsage)
+		fmt.Fprintf(stderr, "fencedlock: unknown command %q\nTry 'fencedlock --help'.\n", cmd)
 		return exitUsage
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// versionText says which build this is: the module version and, when the
+// binary was built from a version control checkout (go build and go install
+// there, by default), the revision, its commit time and whether the tree had
+// uncommitted changes. go run and go test leave that information out, and so
+// does go build in a git worktree (where .git is a file, not a directory).
+func versionText(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return fmt.Sprintf("fencedlock (unknown version) %s\nno build information in this binary\n", runtime.Version())
 	}
-	return "(devel)"
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "fencedlock %s %s %s/%s\n", v, bi.GoVersion, runtime.GOOS, runtime.GOARCH)
+	vcs := make(map[string]string)
+	for _, s := range bi.Settings {
+		vcs[s.Key] = s.Value
+	}
+	if vcs["vcs.revision"] == "" {
+		b.WriteString("revision: unknown (built without version control information: by go run or go test, " +
+			"with -buildvcs=false, or outside a checkout)\n")
+		return b.String()
+	}
+	modified := ""
+	if vcs["vcs.modified"] == "true" {
+		modified = " (modified: built with uncommitted changes)"
+	}
+	fmt.Fprintf(&b, "revision: %s%s\n", vcs["vcs.revision"], modified)
+	if t := vcs["vcs.time"]; t != "" {
+		fmt.Fprintf(&b, "commit time: %s\n", t)
+	}
+	return b.String()
 }
 
 // command is what a subcommand needs to parse its flags and explain itself.
@@ -133,8 +169,7 @@ func newCommand(name, header, footer string) *command {
 }
 
 // parse parses args. When it returns false the command ends with code:
-// 0 after --help (usage on stdout), 2 on a bad flag (message and usage on
-// stderr).
+// 0 after --help (usage on stdout), 2 on a bad flag (one line on stderr).
 func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	err := c.fs.Parse(args)
 	switch {
@@ -144,13 +179,34 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 		c.usage(stdout)
 		return exitOK, false
 	}
-	return c.fail(stderr, "%v", err), false
+	return c.fail(stderr, "%s", flagError(err)), false
 }
 
-// fail prints a usage error and returns exitUsage.
+// flagError rewords the flag package's errors with the flags spelled as
+// the help spells them (--name).
+func flagError(err error) string {
+	msg := err.Error()
+	for _, p := range []struct{ prefix, with string }{
+		{"flag provided but not defined: -", "unknown flag --"},
+		{"flag needs an argument: -", "missing value for --"},
+	} {
+		if rest, ok := strings.CutPrefix(msg, p.prefix); ok {
+			return p.with + strings.TrimPrefix(rest, "-")
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok { // invalid value "v" for flag -name: why
+		if i := strings.LastIndex(rest, " for flag -"); i >= 0 {
+			value, name := rest[:i], rest[i+len(" for flag -"):]
+			return "invalid value " + value + " for --" + name
+		}
+	}
+	return msg
+}
+
+// fail prints a usage error, one line and a pointer to the help, and
+// returns exitUsage. The help itself would push the line off the screen.
 func (c *command) fail(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "fencedlock %s: %s\n\n", c.fs.Name(), fmt.Sprintf(format, args...))
-	c.usage(stderr)
+	fmt.Fprintf(stderr, "fencedlock %s: %s\nTry 'fencedlock %s --help'.\n", c.fs.Name(), fmt.Sprintf(format, args...), c.fs.Name())
 	return exitUsage
 }
 

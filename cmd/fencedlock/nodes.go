@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,30 +23,102 @@ import (
 // dead or blackholed node costs the CLI half a second, not go-redis's 5s.
 const defaultNodeTimeout = 500 * time.Millisecond
 
-// nodeFlags are the flags of every command that talks to the nodes.
+// nodesHelp is the help of --nodes in the commands that talk to the nodes.
+const nodesHelp = "comma-separated Redis node `ADDRS`: host:port or redis://[user:password@]host:port[/db] " +
+	"(default $FENCEDLOCK_NODES; a password in a URL shows in ps: use --password-file or $FENCEDLOCK_PASSWORD)"
+
+// nodesEnvHelp is the part of a command's help that says where the nodes
+// and their password come from.
+const nodesEnvHelp = `Nodes and password:
+  --nodes ADDRS is a list of node addresses (not a count, as in 'fencedlock
+  chaos'). Without --nodes, FENCEDLOCK_NODES is read (the same syntax).
+  A password inside a redis:// URL shows in ps and in the shell's history:
+  put it in a file (--password-file FILE, its first line) or in
+  FENCEDLOCK_PASSWORD instead. Each node's password is, first to last: the
+  one in its URL, --password-file, FENCEDLOCK_PASSWORD; none when all are
+  absent.
+`
+
+// nodeSource is where a command's nodes and their password come from: the
+// flags, else the environment.
+type nodeSource struct {
+	nodes        string
+	passwordFile string
+}
+
+func (s *nodeSource) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.nodes, "nodes", "", nodesHelp)
+	fs.StringVar(&s.passwordFile, "password-file", "", "read the nodes' password from the first line of `FILE` (default $FENCEDLOCK_PASSWORD)")
+}
+
+// options returns one go-redis config per node, with the password applied
+// to the nodes whose URL has none. getenv is os.Getenv but in tests.
+func (s *nodeSource) options(timeout time.Duration, getenv func(string) string) ([]*redis.Options, error) {
+	list, from := s.nodes, "--nodes"
+	if list == "" {
+		list, from = getenv("FENCEDLOCK_NODES"), "FENCEDLOCK_NODES"
+	}
+	if list == "" {
+		return nil, errors.New("--nodes is required (or FENCEDLOCK_NODES): a comma-separated list of node addresses")
+	}
+	if _, err := strconv.ParseUint(strings.TrimSpace(list), 10, 64); err == nil {
+		return nil, fmt.Errorf("%s takes a comma-separated list of node addresses (e.g. 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379), not a count", from)
+	}
+	opts, err := parseNodes(list, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	password, err := s.password(getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		if o.Password == "" {
+			o.Password = password
+		}
+	}
+	return opts, nil
+}
+
+// password is the password of --password-file, else FENCEDLOCK_PASSWORD.
+func (s *nodeSource) password(getenv func(string) string) (string, error) {
+	if s.passwordFile == "" {
+		return getenv("FENCEDLOCK_PASSWORD"), nil
+	}
+	b, err := os.ReadFile(s.passwordFile)
+	if err != nil {
+		return "", fmt.Errorf("--password-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("--password-file %s: the first line is empty", s.passwordFile)
+	}
+	return line, nil
+}
+
+// nodeFlags are the flags of the commands that lock or read a key.
 type nodeFlags struct {
-	nodes   string
+	nodeSource
 	key     string
 	timeout time.Duration
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.nodes, "nodes", "", "comma-separated Redis `ADDRS`: host:port or redis://[user:password@]host:port[/db] (required)")
+	f.nodeSource.register(fs)
 	fs.StringVar(&f.key, "key", "", "the lock `KEY` (required)")
 	fs.DurationVar(&f.timeout, "node-timeout", defaultNodeTimeout, "bound on dialing a node and on each call to it")
 }
 
 // options checks the flags and returns one go-redis config per node.
-func (f *nodeFlags) options() ([]*redis.Options, error) {
+func (f *nodeFlags) options(getenv func(string) string) ([]*redis.Options, error) {
 	switch {
-	case f.nodes == "":
-		return nil, errors.New("--nodes is required")
 	case f.key == "":
 		return nil, errors.New("--key is required")
 	case f.timeout <= 0:
 		return nil, fmt.Errorf("--node-timeout %v is not positive", f.timeout)
 	}
-	return parseNodes(f.nodes, f.timeout)
+	return f.nodeSource.options(f.timeout, getenv)
 }
 
 // parseNodes parses a comma-separated list of nodes. The same server twice
@@ -56,14 +129,14 @@ func parseNodes(list string, timeout time.Duration) ([]*redis.Options, error) {
 	for s := range strings.SplitSeq(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, fmt.Errorf("--nodes %q has an empty entry", list)
+			return nil, fmt.Errorf("%q has an empty entry", list)
 		}
 		o, err := parseNode(s)
 		if err != nil {
 			return nil, err
 		}
 		if seen[o.Addr] {
-			return nil, fmt.Errorf("node %s is given twice in --nodes (it would count twice toward the quorum)", o.Addr)
+			return nil, fmt.Errorf("node %s is given twice (it would count twice toward the quorum)", o.Addr)
 		}
 		seen[o.Addr] = true
 		o.DialTimeout = timeout
@@ -190,4 +263,44 @@ func addrsOf(opts []*redis.Options) []string {
 		a[i] = o.Addr
 	}
 	return a
+}
+
+// countFlag is --nodes where it is a count (chaos, check). Set takes any
+// text, so that value can tell a list of addresses, given by mistake, from a
+// bad number, and say what the flag wants instead.
+type countFlag struct {
+	raw string
+	n   int
+}
+
+func (c *countFlag) String() string {
+	if c == nil { // the zero value flag.PrintDefaults makes
+		return "0"
+	}
+	if c.raw == "" {
+		return strconv.Itoa(c.n)
+	}
+	return c.raw
+}
+
+func (c *countFlag) Set(s string) error {
+	c.raw = s
+	return nil
+}
+
+// value is the count, or an error that says what the flag takes: a count
+// of wants ("nodes to start"), and, when it was given addresses, instead
+// (what to do with addresses).
+func (c *countFlag) value(wants, instead string) (int, error) {
+	if c.raw == "" {
+		return c.n, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(c.raw))
+	switch {
+	case err != nil && strings.ContainsAny(c.raw, ":,/."):
+		return 0, fmt.Errorf("--nodes takes a count of %s (e.g. --nodes 5), not addresses; %s", wants, instead)
+	case err != nil:
+		return 0, fmt.Errorf("--nodes %q is not a count of %s (e.g. --nodes 5)", c.raw, wants)
+	}
+	return n, nil
 }

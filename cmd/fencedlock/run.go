@@ -20,7 +20,10 @@ const runHeader = `Usage: fencedlock run --nodes ADDRS --key KEY [flags] -- COMM
 Acquire KEY on a majority of the nodes, run COMMAND while holding it, then
 release it. The lock is extended at about a third of --ttl while COMMAND
 runs. COMMAND gets FENCEDLOCK_TOKEN (the fencing token: pass it to the
-storage you write to) and FENCEDLOCK_KEY in its environment. A node that
+storage you write to), FENCEDLOCK_KEY and FENCEDLOCK_HOLDER (host:pid of
+this fencedlock, which 'fencedlock status' shows as the holder) in its
+environment. --wait D waits up to D for a held lock; --wait forever waits
+until it is acquired, or a signal (see below) ends the wait. A node that
 does not answer is named on stderr, also when the lock is held without it,
 and fewer than 3 nodes draw a warning (no node of them may fail);
 'fencedlock doctor' checks the nodes' configuration.
@@ -95,7 +98,8 @@ time, Ctrl-Z gives that group a second to stop by itself (to restore the
 screen), and fg continues it before fencedlock can check the lock.
 `
 
-const runFooter = `Exit status:
+const runFooter = nodesEnvHelp + `
+Exit status:
   COMMAND's status  the lock was held until COMMAND ended (killed by signal n: 128+n)
   1                 the supervisor process died (what COMMAND started may run
                     on), or did not answer in time and fencedlock ended the
@@ -123,7 +127,7 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 type runFlags struct {
 	nodeFlags
 	ttl        time.Duration
-	wait       time.Duration
+	wait       waitFlag
 	grace      time.Duration
 	foreground bool
 }
@@ -134,21 +138,21 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var f runFlags
 	f.register(c.fs)
 	c.fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lock time-to-live; extended while COMMAND runs")
-	c.fs.DurationVar(&f.wait, "wait", 0, "wait up to this long for the lock (default 0: one attempt, exit 75 if held)")
+	c.fs.Var(&f.wait, "wait", "wait up to `D` for the lock, or forever (default 0: one attempt, exit 75 if held)")
 	c.fs.DurationVar(&f.grace, "grace", 5*time.Second, "after SIGTERM to the tree, wait this long before SIGKILL")
 	c.fs.BoolVar(&f.foreground, "foreground", false, "keep COMMAND in fencedlock's process group, so it can use the terminal; signals then reach COMMAND only")
 	if code, ok := c.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	opts, err := f.options()
+	opts, err := f.options(os.Getenv)
 	argv := c.fs.Args()
 	switch {
 	case err != nil:
 		return c.fail(stderr, "%v", err)
 	case f.ttl <= 0:
 		return c.fail(stderr, "--ttl %v is not positive", f.ttl)
-	case f.wait < 0:
-		return c.fail(stderr, "--wait %v is negative", f.wait)
+	case f.wait.d < 0:
+		return c.fail(stderr, "--wait %v is negative", f.wait.d)
 	case f.grace < 0:
 		return c.fail(stderr, "--grace %v is negative", f.grace)
 	case len(argv) == 0:
@@ -174,8 +178,8 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer stopProbe()
 	probe := probeNodes(probeCtx, clients, f.timeout) // reach.go: reported once the lock is held
 	log := &nodeLog{}
-	extended := make(chan struct{}, 1)
-	locks, err := redlock.New(universal(clients), redlock.WithObserver(&runObserver{nodeLog: log, extended: extended}),
+	extended, refresh := make(chan struct{}, 1), make(chan struct{}, 1)
+	locks, err := redlock.New(universal(clients), redlock.WithObserver(&runObserver{nodeLog: log, extended: extended, refresh: refresh}),
 		redlock.WithRetry(redlock.ExponentialBackoff(retryBase, retryCap)))
 	if err != nil {
 		return c.fail(stderr, "%v", err)
@@ -189,25 +193,32 @@ func runWithLock(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	defer reportProbe(probe, "run", stderr)()
+	recordCtx, stopRecord := context.WithCancel(ctx)
+	recorded := recordHolder(recordCtx, clients, l, refresh, f.timeout) // holder.go: for status
+	defer func() { stopRecord(); <-recorded }()
 	r := runner{lock: l, path: path, argv: argv, ttl: f.ttl, grace: f.grace, foreground: f.foreground, extended: extended,
 		log: log, addrs: addrsOf(opts), stdout: stdout, stderr: stderr}
 	return r.run(ctx, sigs)
 }
 
 // runObserver tells the runner when the lock was extended, so that it can
-// pass the new end of validity to the supervisor. Its nodeLog keeps the
+// pass the new end of validity to the supervisor, and the holder record
+// that it lasts longer (holder.go). Its nodeLog keeps the
 // node errors since the last extension: those of the extensions that
 // failed, which explain a lock lost (lost.go).
 type runObserver struct {
 	*nodeLog
 	extended chan struct{} // buffered: one pending value is enough
+	refresh  chan struct{} // likewise
 }
 
 func (o *runObserver) Extended(string, uint64) {
 	o.reset()
-	select {
-	case o.extended <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{o.extended, o.refresh} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -224,11 +235,14 @@ func acquire(ctx context.Context, c *command, locks *redlock.Client, f *runFlags
 	res := make(chan result, 1)
 	go func() {
 		var r result
-		if f.wait > 0 {
-			wctx, cancel := context.WithTimeout(actx, f.wait)
+		switch {
+		case f.wait.forever:
+			r.l, r.err = locks.Lock(actx, f.key, f.ttl, redlock.AutoExtend())
+		case f.wait.d > 0:
+			wctx, cancel := context.WithTimeout(actx, f.wait.d)
 			defer cancel()
 			r.l, r.err = locks.Lock(wctx, f.key, f.ttl, redlock.AutoExtend())
-		} else {
+		default:
 			r.l, r.err = locks.TryLock(actx, f.key, f.ttl, redlock.AutoExtend())
 		}
 		res <- r
@@ -263,10 +277,36 @@ func acquire(ctx context.Context, c *command, locks *redlock.Client, f *runFlags
 	for _, s := range failed { // enough nodes answered, but say which did not
 		fmt.Fprintf(stderr, "fencedlock: warning: %s\n", s)
 	}
-	if f.wait > 0 {
-		fmt.Fprintf(stderr, "fencedlock: lock %q is held by someone else (waited %v)\n", f.key, f.wait)
+	if f.wait.d > 0 {
+		fmt.Fprintf(stderr, "fencedlock: lock %q is held by someone else (waited %v)\n", f.key, f.wait.d)
 	} else {
 		fmt.Fprintf(stderr, "fencedlock: lock %q is held by someone else\n", f.key)
 	}
 	return nil, exitTempFail
+}
+
+// waitFlag is --wait: a duration, or "forever".
+type waitFlag struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitFlag) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	if s == "forever" {
+		*w = waitFlag{forever: true}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New(`not a duration (e.g. 30s, 5m) or "forever"`)
+	}
+	*w = waitFlag{d: d}
+	return nil
 }

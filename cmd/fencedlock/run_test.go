@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,10 @@ func TestRunPassesTokenAndKey(t *testing.T) {
 		token := tokenOf(t, r.stdout)
 		if !strings.Contains(r.stdout, "key="+key+"\n") {
 			t.Errorf("child saw no FENCEDLOCK_KEY=%s: %q", key, r.stdout)
+		}
+		host, _ := os.Hostname()
+		if want := fmt.Sprintf("holder=%s:%d\n", host, os.Getpid()); !strings.Contains(r.stdout, want) {
+			t.Errorf("child saw no FENCEDLOCK_HOLDER (want %q): %q", want, r.stdout)
 		}
 		if token <= last {
 			t.Errorf("token %d after token %d: not increasing", token, last)

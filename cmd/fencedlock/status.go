@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,13 +31,26 @@ and no other key of the slot was locked since. Nodes that do not answer are
 reported in their row, and named on stderr; fewer than 3 nodes draw a
 warning there (no node of them may fail). 'fencedlock doctor' checks the
 nodes' configuration.
+
+When the holder is a 'fencedlock run', a "holder:" line gives its host and
+pid: run keeps a record of itself next to the lock (the key
+fencedlock:holder:{KEY}, "host pid token value", lasting as long as the
+hold's validity). A holder that is not a 'fencedlock run' has no record,
+and the line says so.
 `
 
-const statusFooter = `Exit status:
-  0  at least one node answered (whether or not the key is held)
-  1  no node answered
-  2  bad usage
+const statusFooter = nodesEnvHelp + `
+Exit status:
+  0   a quorum holds the key
+  1   no quorum holds the key (the nodes that answered are enough to tell),
+      or the report could not be written
+  2   bad usage
+  69  unknown: too few nodes answered to tell whether a quorum holds the key
+      (also when no node answered)
 `
+
+// exitNotHeld is status's exit status when no quorum holds the key.
+const exitNotHeld = 1
 
 // nodeStatus is one node's row. Pointers are null in JSON when unknown or
 // absent.
@@ -46,6 +60,8 @@ type nodeStatus struct {
 	PTTLMs *int64  `json:"pttl_ms"`         // null when the key is absent; -1: no expiry
 	Fence  *uint64 `json:"fence"`           // the slot's fence counter; null when the node failed
 	Error  string  `json:"error,omitempty"` // why the node did not answer
+
+	record string // the holder record (holder.go), "" when absent
 
 	unreachable error // the error, when the node did not answer at all (reach.go)
 }
@@ -59,6 +75,9 @@ type quorumStatus struct {
 	Answered int     `json:"answered"`         // nodes that answered
 	TokenMin *uint64 `json:"token_min,omitempty"`
 	TokenMax *uint64 `json:"token_max,omitempty"`
+	// Run is the holder's record when the holder is a `fencedlock run`:
+	// a record whose value is Holder, on a node that answered.
+	Run *holderRecord `json:"run,omitempty"`
 }
 
 type statusReport struct {
@@ -77,7 +96,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := c.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	opts, err := f.options()
+	opts, err := f.options(os.Getenv)
 	switch {
 	case err != nil:
 		return c.fail(stderr, "%v", err)
@@ -91,7 +110,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rep := statusReport{Key: f.key, FenceKey: redlock.FenceKey(f.key), Nodes: make([]nodeStatus, len(clients))}
 	var wg sync.WaitGroup
 	for i, rdb := range clients {
-		wg.Go(func() { rep.Nodes[i] = queryNode(ctx, rdb, f.key, rep.FenceKey, f.timeout) })
+		wg.Go(func() { rep.Nodes[i] = queryNode(ctx, rdb, f.key, rep.FenceKey, holderKey(f.key), f.timeout) })
 	}
 	wg.Wait()
 	rep.Quorum = summarize(rep.Nodes)
@@ -112,27 +131,35 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			failed = append(failed, fmt.Sprintf("node %s: %s", n.Addr, n.Error))
 		}
 		fmt.Fprintf(stderr, "fencedlock status: no node answered:\n  %s\n", strings.Join(failed, "\n  "))
-		return exitFailure
+		return exitUnavailable
 	}
 	for _, n := range rep.Nodes {
 		if n.unreachable != nil {
 			fmt.Fprintf(stderr, "fencedlock status: warning: %s\n", unreachableLine(n.Addr, n.unreachable))
 		}
 	}
-	return exitOK
+	switch rep.Quorum.State {
+	case "held":
+		return exitOK
+	case "free":
+		return exitNotHeld
+	}
+	return exitUnavailable
 }
 
-// queryNode reads the key, its PTTL and the fence counter in one MULTI.
-func queryNode(ctx context.Context, rdb *redis.Client, key, fenceKey string, timeout time.Duration) nodeStatus {
+// queryNode reads the key, its PTTL, the fence counter and the holder
+// record in one MULTI.
+func queryNode(ctx context.Context, rdb *redis.Client, key, fenceKey, recordKey string, timeout time.Duration) nodeStatus {
 	st := nodeStatus{Addr: rdb.Options().Addr}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get *redis.StringCmd
-	var pttl, fence *redis.Cmd
+	var pttl, fence, record *redis.Cmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.Do(ctx, "PTTL", key)
 		fence = p.Do(ctx, "GET", fenceKey)
+		record = p.Do(ctx, "GET", recordKey)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -150,6 +177,7 @@ func queryNode(ctx context.Context, rdb *redis.Client, key, fenceKey string, tim
 		}
 	}
 	st.Fence = &counter
+	st.record, _ = record.Text()
 	if v, err := get.Result(); err == nil {
 		st.Holder = &v
 		if ms, err := pttl.Int64(); err == nil && ms != -2 {
@@ -185,6 +213,9 @@ func summarize(nodes []nodeStatus) quorumStatus {
 	}
 	if q.Holders > 0 {
 		for _, n := range nodes {
+			if rec, err := parseHolderRecord(n.record); q.Run == nil && err == nil && rec.Value == q.Holder {
+				q.Run = &rec
+			}
 			if n.Holder == nil || *n.Holder != q.Holder {
 				continue
 			}
@@ -223,6 +254,13 @@ func printStatus(w io.Writer, rep *statusReport) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "key %q, fence counter %s\n", rep.Key, rep.FenceKey)
 	fmt.Fprintln(w, quorumLine(rep))
+	if q := rep.Quorum; q.Holders > 0 {
+		if q.Run != nil {
+			fmt.Fprintf(w, "holder: fencedlock run on host %s, pid %d, token %d\n", q.Run.Host, q.Run.PID, q.Run.Token)
+		} else {
+			fmt.Fprintf(w, "holder: %s has no holder record (not a 'fencedlock run', or its record did not reach the nodes)\n", q.Holder)
+		}
+	}
 }
 
 func quorumLine(rep *statusReport) string {

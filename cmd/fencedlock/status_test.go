@@ -48,8 +48,8 @@ func TestStatus(t *testing.T) {
 
 	t.Run("free", func(t *testing.T) {
 		r := status(t)
-		if r.code != 0 {
-			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		if r.code != exitNotHeld {
+			t.Fatalf("exit %d, want %d (not held); stderr %q", r.code, exitNotHeld, r.stderr)
 		}
 		if got := quorumLineOf(t, r.stdout); got != "quorum: not held" {
 			t.Errorf("quorum line %q", got)
@@ -132,13 +132,25 @@ func TestStatus(t *testing.T) {
 		}
 	})
 
+	t.Run("held on a minority, the rest down", func(t *testing.T) {
+		_ = c.procs[1].Kill()
+		r := status(t)
+		if r.code != exitUnavailable {
+			t.Fatalf("exit %d, want %d (unknown); stderr %q", r.code, exitUnavailable, r.stderr)
+		}
+		want := fmt.Sprintf("quorum: unknown: %s on 1/3 nodes (quorum 2), 2 nodes did not answer", held.Value())
+		if got := quorumLineOf(t, r.stdout); got != want {
+			t.Errorf("quorum line\n%q, want\n%q", got, want)
+		}
+	})
+
 	t.Run("all nodes down", func(t *testing.T) {
 		for _, p := range c.procs {
 			_ = p.Kill()
 		}
 		r := status(t)
-		if r.code != exitFailure {
-			t.Fatalf("exit %d, want %d; stderr %q", r.code, exitFailure, r.stderr)
+		if r.code != exitUnavailable {
+			t.Fatalf("exit %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)
 		}
 		for _, p := range c.procs {
 			if want := "node " + p.Addr() + ": connection refused"; !strings.Contains(r.stderr, want) {

@@ -56,9 +56,11 @@ func (r *runner) run(ctx context.Context, sigs chan os.Signal) int {
 	signal.Notify(r.cont, syscall.SIGCONT) // fg, bg
 	defer signal.Stop(r.cont)
 	r.log.reset() // from here on, node errors explain a lost lock (lost.go)
+	holder := thisHolder(l)
 	env := append(os.Environ(),
 		"FENCEDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10),
-		"FENCEDLOCK_KEY="+l.Key())
+		"FENCEDLOCK_KEY="+l.Key(),
+		"FENCEDLOCK_HOLDER="+holder.Host+":"+strconv.Itoa(holder.PID))
 	r.owed.allowance = killAllowance(r.ttl)
 	first := r.deadlineOf()
 	r.owed.deadline = first.wall

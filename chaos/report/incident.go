@@ -114,6 +114,10 @@ func blameReason(v checker.Violation) string {
 		}
 	}
 	switch {
+	case v.Expected && len(breaking) == 0:
+		// Order and the node guarantees are promised with every node up.
+		return "expected: " + string(v.Property) + " is promised only with every node up, and " +
+			strings.Join(tolerated, ", ") + " was active"
 	case v.Expected:
 		return "expected: " + strings.Join(breaking, "; ") + ": outside the lock's assumptions"
 	case v.Property == checker.StaleWritesAccepted || v.Property == checker.LostWrites:

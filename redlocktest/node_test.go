@@ -150,6 +150,12 @@ func TestPartitionAndHeal(t *testing.T) {
 			defer c.Close()
 			return c.Ping(ctx).Err()
 		}},
+		{"PING after a restart", func(ctx context.Context, c *redis.Client) error {
+			if err := ns[0].Restart(t.Context()); err != nil { // a partition outlasts it
+				t.Fatal(err)
+			}
+			return c.Ping(ctx).Err()
+		}},
 	} {
 		cut, cancel := context.WithTimeout(ctx, wait)
 		err := call.do(cut, ns[0].Client())

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/fencedlock/fencedlock/internal/redistest"
+	"github.com/fencedlock/fencedlock/redlocktest"
 )
 
 type quietLogger struct{}
@@ -76,8 +76,8 @@ func msIn(t *testing.T, digits string) time.Duration {
 }
 
 func TestRunWithGivenNodesOnlyExtends(t *testing.T) {
-	procs := redistest.StartN(t, 3)
-	args := []string{"--nodes", procs[0].Addr() + "," + procs[1].Addr() + "," + procs[2].Addr()}
+	nodes := redlocktest.Start(t, 3)
+	args := []string{"--nodes", strings.Join(nodes.Addrs(), ",")}
 	var out bytes.Buffer
 	if err := run(t.Context(), args, &out); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, &out)
@@ -96,9 +96,9 @@ func TestRunWithGivenNodesOnlyExtends(t *testing.T) {
 			t.Errorf("output has %q, but no node was to be harmed:\n%s", bad, s)
 		}
 	}
-	for i, p := range procs {
-		if !p.Running() {
-			t.Errorf("given node %d was stopped", i)
+	for i, c := range nodes.Clients() {
+		if err := c.Ping(t.Context()).Err(); err != nil {
+			t.Errorf("given node %d no longer answers: %v", i, err)
 		}
 	}
 }

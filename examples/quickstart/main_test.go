@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fencedlock/fencedlock/internal/redistest"
+	"github.com/fencedlock/fencedlock/redlocktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,8 +20,7 @@ func TestRun(t *testing.T) {
 	}{
 		{"local nodes", func(*testing.T) []string { return nil }},
 		{"--nodes", func(t *testing.T) []string {
-			procs := redistest.StartN(t, 3)
-			return []string{"--nodes", procs[0].Addr() + "," + procs[1].Addr() + "," + procs[2].Addr()}
+			return []string{"--nodes", strings.Join(redlocktest.Start(t, 3).Addrs(), ",")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,11 +4,14 @@
 // That is a reply that arrives as late as the test chooses, after the
 // client's own deadline, which no real server produces on demand.
 //
+// It can also cut the link both ways, as a network partition does: while
+// partitioned, the bytes in either direction are dropped, so requests are
+// neither carried out nor answered and the client's calls time out.
+//
 // A Proxy is safe for concurrent use.
 package holdproxy
 
 import (
-	"io"
 	"net"
 	"sync"
 )
@@ -21,10 +24,12 @@ type Proxy struct {
 	wg       sync.WaitGroup // accept loop and pumps
 	done     chan struct{}  // closed by Close
 
-	mu     sync.Mutex // protects flow, held, conns, closed
+	mu     sync.Mutex // protects flow, held, conns, cut, lossy, closed
 	flow   chan struct{}
 	held   int // chunks of replies read from the server, not yet passed on
 	conns  map[net.Conn]struct{}
+	cut    bool                  // partitioned: bytes both ways are dropped
+	lossy  map[net.Conn]struct{} // both ends of each pair that lost bytes to the cut
 	closed bool
 }
 
@@ -37,7 +42,7 @@ func Start(upstream string) (*Proxy, error) {
 	flow := make(chan struct{})
 	close(flow)
 	p := &Proxy{ln: ln, upstream: upstream, done: make(chan struct{}), flow: flow,
-		conns: make(map[net.Conn]struct{})}
+		conns: make(map[net.Conn]struct{}), lossy: make(map[net.Conn]struct{})}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -74,6 +79,32 @@ func (p *Proxy) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held
+}
+
+// Partition cuts the link both ways: from now on every byte read from a
+// client or from the server is dropped, on the connections open now and on
+// those accepted meanwhile. A client's call then times out, and its request
+// never reaches the server. (A new dial still succeeds, as the proxy
+// accepts it; its first call times out instead.)
+func (p *Proxy) Partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+}
+
+// Heal ends a partition. The connections that lost bytes to it are closed
+// first: their streams have a gap, so neither end could read them any more
+// (a real connection would have timed out and been reset). Connections that
+// stayed idle carry on.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+	for c := range p.lossy {
+		_ = c.Close()
+		delete(p.conns, c)
+	}
+	clear(p.lossy)
 }
 
 // Close stops listening, closes every connection (held replies are lost)
@@ -130,10 +161,34 @@ func (p *Proxy) track(conns ...net.Conn) bool {
 	return true
 }
 
-// requests copies the client's requests to the server as they come.
+// requests copies the client's requests to the server as they come, but
+// for those read during a partition.
 func (p *Proxy) requests(client, server net.Conn) {
-	_, _ = io.Copy(server, client)
-	p.drop(client, server)
+	defer p.drop(client, server)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 && !p.dropped(client, server) {
+			if _, err := server.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// dropped reports whether the chunk just read on the pair (client, server)
+// falls to a partition, and if so marks the pair lossy for Heal to close.
+func (p *Proxy) dropped(client, server net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		return false
+	}
+	p.lossy[client], p.lossy[server] = struct{}{}, struct{}{}
+	return true
 }
 
 // replies copies the server's replies to the client, each chunk once the
@@ -144,7 +199,7 @@ func (p *Proxy) replies(server, client net.Conn) {
 	for {
 		n, err := server.Read(buf)
 		if n > 0 {
-			if !p.pass(client, buf[:n]) {
+			if !p.pass(client, server, buf[:n]) {
 				return
 			}
 		}
@@ -154,9 +209,10 @@ func (p *Proxy) replies(server, client net.Conn) {
 	}
 }
 
-// pass waits until replies flow, then writes b to the client. It reports
-// false when the proxy or the connection closed.
-func (p *Proxy) pass(client net.Conn, b []byte) bool {
+// pass waits until replies flow, then writes b to the client, or drops it
+// under a partition. It reports false when the proxy or the connection
+// closed.
+func (p *Proxy) pass(client, server net.Conn, b []byte) bool {
 	p.mu.Lock()
 	p.held++
 	p.mu.Unlock()
@@ -173,6 +229,9 @@ func (p *Proxy) pass(client net.Conn, b []byte) bool {
 	case <-p.done:
 		return false
 	}
+	if p.dropped(client, server) {
+		return true
+	}
 	_, err := client.Write(b)
 	return err == nil
 }
@@ -184,5 +243,6 @@ func (p *Proxy) drop(conns ...net.Conn) {
 	for _, c := range conns {
 		_ = c.Close()
 		delete(p.conns, c)
+		delete(p.lossy, c)
 	}
 }

@@ -305,7 +305,11 @@ func Schedule(cfg Config) (schedule.Plan, error) {
 // node of the minority for itself.
 func nodePlan(cfg Config) (schedule.Plan, error) {
 	if cfg.hunt() {
-		p, err := schedule.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, schedule.WithMaxTTL(cfg.TTL))
+		opts := []schedule.PlanOption{schedule.WithMaxTTL(cfg.TTL)}
+		if cfg.has(fault.Failover) {
+			opts = append(opts, schedule.WithFailovers())
+		}
+		p, err := schedule.NewHuntPlan(cfg.Nodes, cfg.Duration, cfg.Seed, opts...)
 		// Kinds left out of Faults are left out of the episodes.
 		p.Steps = slices.DeleteFunc(p.Steps, func(s schedule.Step) bool { return !cfg.has(s.Kind) })
 		return p, err

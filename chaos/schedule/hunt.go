@@ -54,6 +54,32 @@ type hunt struct {
 	skews []string
 }
 
+// failoverEpisode is the episode WithFailovers adds to each cycle.
+var failoverEpisode = struct {
+	run    episode
+	breaks bool
+}{(*hunt).failovers, true}
+
+// failovers fails one node over to its lagging replica, and, once it is a
+// pair again and the workload settled, a majority of nodes at once: a
+// failover loses the grants and counter increments of the last quarter TTL
+// (see schedule.Plan's faultFor), which on a minority the quorum bears
+// (with replica acknowledgements, on a majority too), and on a majority
+// without them can hand a key, or a token, out twice.
+func (h *hunt) failovers(at time.Duration) ([]Step, []Window, time.Duration) {
+	q := h.nodes/2 + 1
+	order := h.perm()
+	lag := h.ttl / 4
+	hold := h.between(h.ttl, 2*h.ttl)
+	steps := []Step{{At: at, For: hold, Kind: fault.Failover, Node: order[0], Fault: backend.Failover{Node: order[0], Lag: lag}}}
+	at += hold + h.between(h.ttl/2, h.ttl)
+	hold = h.between(h.ttl, 2*h.ttl)
+	for _, n := range order[:q] {
+		steps = append(steps, Step{At: at, For: hold, Kind: fault.Failover, Node: n, Fault: backend.Failover{Node: n, Lag: lag}, Beyond: true})
+	}
+	return steps, nil, at + hold
+}
+
 // NewHuntPlan draws the schedule of the hunt profile: episodes that build
 // on purpose the states where lock protocols break, one after another, in a
 // seeded order on seeded nodes, until duration:
@@ -79,10 +105,12 @@ type hunt struct {
 //     lock's drift allowance (see driftingMajority);
 //   - lagging restarts: a minority is killed and comes back with its data,
 //     its counters behind, while another node is cut off (see
-//     laggingRestarts).
+//     laggingRestarts);
+//   - failovers, with WithFailovers only: one node fails over to its
+//     lagging replica, then a majority at once (see failovers).
 //
 // No two episodes that break an assumption of the lock (amnesia, clock
-// jumps) come one after the other: a tolerated one is always between.
+// jumps, failovers) come one after the other: a tolerated one is always between.
 //
 // Every episode keeps the nodes that are down, or break an assumption, to a
 // minority at a time; latency and a drift within the allowance, which a lock
@@ -116,6 +144,9 @@ func NewHuntPlan(nodes int, duration time.Duration, seed uint64, opts ...PlanOpt
 	broke := false // the episode before broke an assumption
 	for {
 		cycle := slices.Clone(huntCycle)
+		if cfg.failovers {
+			cycle = append(cycle, failoverEpisode)
+		}
 		h.r.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
 		for _, i := range separate(len(cycle), broke, func(i int) bool { return cycle[i].breaks }) {
 			ep := cycle[i]

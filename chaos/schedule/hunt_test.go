@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -82,5 +83,73 @@ func TestHuntHasLaggingRestarts(t *testing.T) {
 	}
 	if kills == 0 {
 		t.Fatal("no minority killed together: no lagging restarts")
+	}
+}
+
+// TestHuntFailovers: with WithFailovers each cycle fails one node over,
+// then a majority at once (steps planned beyond MaxDown); without it the
+// hunt has no failover.
+func TestHuntFailovers(t *testing.T) {
+	for _, tc := range []struct {
+		nodes int
+		opts  []PlanOption
+		want  bool
+	}{
+		{5, []PlanOption{WithMaxTTL(time.Second), WithFailovers()}, true},
+		{3, []PlanOption{WithMaxTTL(time.Second), WithFailovers()}, true},
+		{5, []PlanOption{WithMaxTTL(time.Second)}, false},
+	} {
+		t.Run(fmt.Sprintf("%d nodes, failovers %v", tc.nodes, tc.want), func(t *testing.T) {
+			p, err := NewHuntPlan(tc.nodes, 10*time.Minute, 1, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byAt := map[time.Duration][]Step{}
+			var ats []time.Duration
+			for _, s := range p.Steps {
+				if s.Kind != fault.Failover {
+					continue
+				}
+				if len(byAt[s.At]) == 0 {
+					ats = append(ats, s.At)
+				}
+				byAt[s.At] = append(byAt[s.At], s)
+			}
+			if !tc.want {
+				if len(ats) != 0 {
+					t.Fatalf("%d failovers without WithFailovers", len(ats))
+				}
+				return
+			}
+			q := tc.nodes/2 + 1
+			singles, majorities := 0, 0
+			for _, at := range ats {
+				group := byAt[at]
+				switch len(group) {
+				case 1:
+					if group[0].Beyond {
+						t.Errorf("a lone failover at %v is planned beyond MaxDown", at)
+					}
+					singles++
+				case q:
+					nodes := map[int]bool{}
+					for _, s := range group {
+						nodes[s.Node] = true
+						if !s.Beyond || s.For != group[0].For {
+							t.Errorf("failover of node %d at %v: beyond %v, for %v; want beyond MaxDown, held like the others", s.Node, at, s.Beyond, s.For)
+						}
+					}
+					if len(nodes) != q {
+						t.Errorf("the majority at %v fails over nodes %v, want %d distinct", at, nodes, q)
+					}
+					majorities++
+				default:
+					t.Errorf("%d failovers at %v: want one, or a majority (%d)", len(group), at, q)
+				}
+			}
+			if singles == 0 || majorities == 0 || singles != majorities {
+				t.Fatalf("%d lone failovers and %d majorities: want one of each per episode", singles, majorities)
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@ type Step struct {
 	Kind  fault.Kind
 	Node  int
 	Fault backend.Fault
+	// Beyond marks a step of a fault planned on more nodes at once than
+	// MaxDown allows (a majority failing over together): Run starts it
+	// when its node is free, whatever else is down.
+	Beyond bool
 }
 
 // Plan is a fault schedule: what Run executes. NewPlan draws one; a Plan
@@ -47,6 +51,7 @@ type PlanOption func(*planConfig)
 
 type planConfig struct {
 	maxDown          int
+	failovers        bool // the hunt: a failover episode
 	maxTTL           time.Duration
 	holdMin, holdMax time.Duration
 	gapMin, gapMax   time.Duration
@@ -61,6 +66,12 @@ type planConfig struct {
 // lets tolerated faults that keep a node up pass: see Run). Raising it past a
 // minority tests what happens when the algorithm's assumptions fail.
 func WithMaxDown(n int) PlanOption { return func(c *planConfig) { c.maxDown = n } }
+
+// WithFailovers adds to the hunt (NewHuntPlan) an episode that fails
+// nodes over to their lagging replicas: one, then a majority at once. The
+// nodes must each be a primary with a replica (fault.Failover). NewPlan
+// draws failovers from its kinds instead.
+func WithFailovers() PlanOption { return func(c *planConfig) { c.failovers = true } }
 
 // WithMaxTTL sets the largest lock TTL of the workload: a delayed restart
 // keeps its node down for 1.25 times it, a failover loses the writes of its

@@ -95,7 +95,7 @@ type runner struct {
 }
 
 func (r *runner) step(ctx context.Context, s Step) {
-	if r.claim(ctx, s.Node, countsDown(s.Kind)) != nil {
+	if r.claim(ctx, s.Node, countsDown(s.Kind), s.Beyond) != nil {
 		return // the run ended before this fault could start
 	}
 	defer r.free(s.Node)
@@ -123,12 +123,13 @@ func (r *runner) step(ctx context.Context, s Step) {
 }
 
 // claim waits until node is free and, if down, until fewer than maxDown
-// nodes are under a fault that counts, and marks node busy.
-func (r *runner) claim(ctx context.Context, node int, down bool) error {
+// nodes are under a fault that counts (unless the step is planned beyond
+// it), and marks node busy.
+func (r *runner) claim(ctx context.Context, node int, down, beyond bool) error {
 	for {
 		r.mu.Lock()
 		_, busy := r.busy[node]
-		if !busy && (!down || r.maxDown <= 0 || r.downLocked() < r.maxDown) {
+		if !busy && (!down || beyond || r.maxDown <= 0 || r.downLocked() < r.maxDown) {
 			r.busy[node] = down
 			r.mu.Unlock()
 			return nil

@@ -358,3 +358,46 @@ func TestRunLetsToleratedUpFaultsPastMaxDown(t *testing.T) {
 		t.Fatalf("partition 3 did not wait for node 0's heal: %q", got)
 	}
 }
+
+// Steps planned beyond MaxDown (a majority failing over together) start
+// at once, however many nodes are down: the others wait for room.
+func TestRunStartsStepsPlannedBeyondMaxDown(t *testing.T) {
+	f := clock.NewFake(time.Unix(0, 0))
+	b := &backendtest.Recording{N: 5}
+	p := schedule.Plan{Duration: time.Hour, MaxDown: 1, Steps: []schedule.Step{
+		{At: 0, For: time.Minute, Kind: fault.Partition, Node: 0, Fault: backend.Partition{Node: 0}, Beyond: true},
+		{At: 0, For: time.Minute, Kind: fault.Partition, Node: 1, Fault: backend.Partition{Node: 1}, Beyond: true},
+		{At: 0, For: time.Minute, Kind: fault.Partition, Node: 2, Fault: backend.Partition{Node: 2}, Beyond: true},
+		{At: time.Second, For: time.Minute, Kind: fault.Partition, Node: 3, Fault: backend.Partition{Node: 3}},
+	}}
+	done := make(chan error, 1)
+	go func() { done <- schedule.Run(t.Context(), b, p, nil, schedule.WithClock(f)) }()
+	bctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a bound on a Run that holds fewer
+	defer cancel()
+	if err := f.BlockUntilContext(bctx, 4); err != nil { // three held, the main loop waiting
+		t.Fatalf("%v: calls %q", err, b.Took())
+	}
+	got := b.Took()
+	slices.Sort(got)
+	if want := []string{"partition 0", "partition 1", "partition 2"}; !slices.Equal(got, want) {
+		t.Fatalf("calls %q, want %q: the steps planned beyond MaxDown all held at once", got, want)
+	}
+	f.Advance(time.Second) // node 3's step is due, and waits for room
+	for range 100 {
+		runtime.Gosched()
+	}
+	if slices.Contains(b.Took(), "partition 3") {
+		t.Fatalf("partition 3 started with three nodes down and MaxDown 1: %q", b.Took())
+	}
+	f.Advance(time.Minute)
+	if err := f.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Took(); slices.Index(got, "partition 3") < slices.Index(got, "heal 0") {
+		t.Fatalf("partition 3 did not wait for the others' heals: %q", got)
+	}
+}

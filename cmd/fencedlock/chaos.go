@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -84,7 +85,10 @@ var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated one
                         allowance on a majority), a node cut off right after
                         a lagging grant, and a workload on three keys (two
                         share a fence counter) with extensions, holds to and
-                        past their validity, and late writes by former holders
+                        past their validity, and late writes by former holders;
+                        "hunt,KIND,..." adds kinds to it: with failover
+                        (and --replicas) an episode fails one node over,
+                        then a majority at once
 
 Exit status:
   0  verdict ok: no violation the faults do not explain
@@ -154,8 +158,18 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case cfg.NodeTimeout <= 0:
 		return cmd.fail(stderr, "--node-timeout must be positive")
 	}
-	if strings.TrimSpace(*faults) == chaos.ProfileHunt {
+	rest, hunt := huntInList(*faults)
+	if hunt {
 		cfg.Profile, cfg.Faults = chaos.ProfileHunt, chaos.HuntFaults()
+		extra, err := fault.Parse(rest)
+		if err != nil {
+			return cmd.fail(stderr, "%v (after %q, the hunt profile)", err, chaos.ProfileHunt)
+		}
+		for _, k := range extra {
+			if !slices.Contains(cfg.Faults, k) {
+				cfg.Faults = append(cfg.Faults, k)
+			}
+		}
 	} else {
 		list, err := fault.Parse(*faults)
 		if err != nil {
@@ -283,4 +297,19 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// huntInList reports whether list (--faults) names the hunt profile, and
+// returns the other kinds in it: "hunt,failover" is the hunt with failovers
+// added.
+func huntInList(list string) (rest string, hunt bool) {
+	var others []string
+	for _, k := range strings.Split(list, ",") {
+		if strings.TrimSpace(k) == chaos.ProfileHunt {
+			hunt = true
+			continue
+		}
+		others = append(others, k)
+	}
+	return strings.Join(others, ","), hunt
 }

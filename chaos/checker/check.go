@@ -182,7 +182,9 @@ type CheckOptions struct {
 	OrderMargin time.Duration
 	// ReleaseAllowance is how long after a failed acquire or an Unlock
 	// returned a node may still hold what the call left there before it is
-	// a leftover grant (see LeftoverGrant). Default 0: not judged, since it
+	// a leftover grant (see LeftoverGrant), before it is stretched by the
+	// p99 latency of the history's releases (how much the machine's load
+	// held releases back in this run). Default 0: not judged, since it
 	// rests on the lock's node timeout, which a history does not carry; the
 	// chaos harness derives it from its own (Config.CheckOptions).
 	ReleaseAllowance time.Duration
@@ -366,7 +368,13 @@ func Check(h history.History, opts CheckOptions) Result {
 	if opts.OrderMargin > 0 {
 		vs = append(vs, order(h, spans, opts.OrderMargin)...)
 	}
-	vs = append(vs, nodeGuarantees(h, opts.ReleaseAllowance)...)
+	// A release the machine's load held back is held back as the run's
+	// releases were: the allowance stretches by their p99 latency.
+	leftoverAllowance := opts.ReleaseAllowance
+	if leftoverAllowance > 0 {
+		leftoverAllowance += stallAt.trip
+	}
+	vs = append(vs, nodeGuarantees(h, leftoverAllowance)...)
 	b := newBlamer(h, spans, all, opts.Aftermath, h.ClockError)
 	b.blame(vs, opts.Expected)
 	if l := &res.Liveness; l.LongestStall > 0 {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // An [Observer] may also implement any of the interfaces below; the Client
@@ -164,17 +162,10 @@ func (g *group) answered(o *op, err error) {
 		return
 	}
 	d := time.Since(g.queued)
-	if g.c.hooks.trip && replied(err) {
+	if g.c.hooks.trip && isReply(err) {
 		g.c.cfg.observer.(safeObserver).NodeRoundTrip(o.node, d)
 	}
 	if g.trace != nil {
 		g.trace.Node(o.node, d, err)
 	}
-}
-
-// replied reports whether err (of a node call) is the node's own answer:
-// none, or an error reply such as NOSCRIPT or READONLY.
-func replied(err error) bool {
-	var re redis.Error
-	return err == nil || errors.As(err, &re)
 }

@@ -10,7 +10,6 @@
 package redlockprom
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -19,15 +18,16 @@ import (
 
 	"github.com/fencedlock/fencedlock/fencing"
 	"github.com/fencedlock/fencedlock/redlock"
+	"github.com/fencedlock/fencedlock/redlock/internal/outcome"
 )
 
 // Outcomes of an acquisition call, the values of the outcome label.
 const (
-	Acquired         = "acquired"          // the call returned a hold
-	Refused          = "refused"           // the key is held, or the retry strategy gave up
-	NodeError        = "node_error"        // failed with node errors (among them, too few nodes granted)
-	Canceled         = "canceled"          // the caller's ctx was cancelled
-	DeadlineExceeded = "deadline_exceeded" // the caller's ctx deadline passed
+	Acquired         = outcome.Acquired         // the call returned a hold
+	Refused          = outcome.Refused          // the key is held, or the retry strategy gave up
+	NodeError        = outcome.NodeError        // failed with node errors (among them, too few nodes granted)
+	Canceled         = outcome.Canceled         // the caller's ctx was cancelled
+	DeadlineExceeded = outcome.DeadlineExceeded // the caller's ctx deadline passed
 )
 
 // durationBuckets are the upper bounds, in seconds, of every histogram:
@@ -128,28 +128,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	// Every outcome is exported from the start, at 0: a rate over a series
 	// that appears with its first event misses that event.
-	for _, o := range []string{Acquired, Refused, NodeError, Canceled, DeadlineExceeded} {
+	for _, o := range outcome.All {
 		m.acquires.WithLabelValues(o)
 		m.acquireDur.WithLabelValues(o)
 	}
 	return m, nil
 }
 
-// Outcome is the outcome label of an acquisition call that returned err.
-func Outcome(err error) string {
-	var ne *redlock.NodeError
-	switch {
-	case err == nil:
-		return Acquired
-	case errors.Is(err, context.Canceled):
-		return Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return DeadlineExceeded
-	case errors.As(err, &ne):
-		return NodeError
-	}
-	return Refused
-}
+// Outcome is the outcome label of an acquisition call that returned err:
+// the ctx's end first, then node errors, else a refusal.
+func Outcome(err error) string { return outcome.Of(err) }
 
 // Acquired counts a hold as held; the acquisition itself is counted by
 // AcquireReturned.

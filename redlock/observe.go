@@ -90,6 +90,9 @@ type hooks struct {
 }
 
 func hooksOf(o Observer) hooks {
+	if m, ok := o.(multiObserver); ok {
+		return m.hooks()
+	}
 	_, acquire := o.(AcquireObserver)
 	_, hold := o.(HoldObserver)
 	_, trip := o.(RoundTripObserver)

@@ -15,7 +15,7 @@ func TestOptionalHooksCostNothingUnused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		o    Observer
-	}{{"default", nil}, {"plain observer", NopObserver{}}} {
+	}{{"default", nil}, {"plain observer", NopObserver{}}, {"Observers of plain ones", Observers(NopObserver{}, NopObserver{})}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var opts []Option
 			if tc.o != nil {

@@ -187,3 +187,41 @@ func TestOptionalObserverHooks(t *testing.T) {
 		}
 	})
 }
+
+// TestObservers: Observers passes each event, optional ones included, to
+// every part that implements it, and the Client calls an optional one only
+// when a part does.
+func TestObservers(t *testing.T) {
+	r := newRig(t, 3)
+	a, b := newHookLog(), newHookLog()
+	plain := newEventLog()
+	c := r.client(t, redlock.WithObserver(redlock.Observers(a, nil, plain, b)))
+	l, err := c.TryLock(t.Context(), "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]*hookLog{"first": a, "second": b} {
+		h.mu.Lock()
+		if len(h.calls) != 1 || h.ended[l.Token()] != 1 || len(h.traces) != 2 || len(h.trips) == 0 {
+			t.Errorf("%s part: %d AcquireReturned, %d HoldEnded, %d traces, round trips %v; want 1, 1, 2, some",
+				name, len(h.calls), h.ended[l.Token()], len(h.traces), h.trips)
+		}
+		for _, tr := range h.traces {
+			tr.mu.Lock()
+			if tr.ends != 1 {
+				t.Errorf("%s part: a trace of %v ended %d times", name, tr.op, tr.ends)
+			}
+			tr.mu.Unlock()
+		}
+		h.mu.Unlock()
+		if n := h.count(isKind("acquired")) + h.count(isKind("released")); n != 2 {
+			t.Errorf("%s part: %d Acquired and Released events, want 2", name, n)
+		}
+	}
+	if n := plain.count(isKind("acquired")) + plain.count(isKind("released")); n != 2 {
+		t.Errorf("plain part: %d Acquired and Released events, want 2", n)
+	}
+}

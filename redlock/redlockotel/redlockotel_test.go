@@ -88,10 +88,10 @@ func TestSpans(t *testing.T) {
 				}
 				tok, ok := attr(s, redlockotel.TokenAttr)
 				if w.token > 0 && (!ok || tok.AsInt64() != int64(w.token)) {
-					t.Errorf("span %d (%s): token %v, want %d", i, s.Name(), tok.Emit(), w.token)
+					t.Errorf("span %d (%s): token %v, want %d", i, s.Name(), tok.String(), w.token)
 				}
 				if w.token == 0 && ok {
-					t.Errorf("span %d (%s): token %v on a failed acquisition", i, s.Name(), tok.Emit())
+					t.Errorf("span %d (%s): token %v on a failed acquisition", i, s.Name(), tok.String())
 				}
 				if o, _ := attr(s, redlockotel.OutcomeAttr); o.AsString() != w.outcome {
 					t.Errorf("span %d (%s): outcome %q, want %q", i, s.Name(), o.AsString(), w.outcome)
@@ -119,7 +119,7 @@ func TestSpans(t *testing.T) {
 			}
 			if h0, _ := attr(spans[0], redlockotel.KeyHashAttr); !tc.keys {
 				if h1, _ := attr(spans[3], redlockotel.KeyHashAttr); h0 != h1 {
-					t.Errorf("one key, two hashes: %v, %v", h0.Emit(), h1.Emit())
+					t.Errorf("one key, two hashes: %v, %v", h0.String(), h1.String())
 				}
 			}
 		})

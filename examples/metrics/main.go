@@ -104,7 +104,7 @@ type Workload struct {
 type Tally struct {
 	Calls         int // TryLock and Lock calls
 	Acquired      int // of them, those that returned a hold
-	Deadline      int // Lock calls whose wait ran out (ctx deadline)
+	Deadline      int // Lock calls that failed as their wait ran out (ctx deadline)
 	Extended      int // successful Extends
 	Released      int // Unlocks that returned nil
 	Admitted      int // guarded writes admitted
@@ -171,18 +171,20 @@ func (w Workload) worker(ctx context.Context, c *redlock.Client, g *fencing.Redi
 		t.Calls++
 		var l *redlock.Lock
 		var err error
+		waited := false // the Lock's wait ran out
 		if round%4 == 3 {
 			l, err = c.TryLock(ctx, w.Key, w.TTL)
 		} else {
 			lctx, cancel := context.WithTimeout(ctx, wait)
 			l, err = c.Lock(lctx, w.Key, w.TTL)
+			waited = lctx.Err() != nil
 			cancel()
 		}
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return t, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
+		case waited:
 			t.Deadline++
 			continue
 		case errors.Is(err, redlock.ErrNotAcquired):

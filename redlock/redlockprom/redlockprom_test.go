@@ -3,6 +3,7 @@ package redlockprom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +23,10 @@ func TestOutcome(t *testing.T) {
 		{errors.Join(redlock.ErrNotAcquired, ne), redlockprom.NodeError},
 		{errors.Join(redlock.ErrNotAcquired, context.Canceled, ne), redlockprom.Canceled},
 		{errors.Join(redlock.ErrNotAcquired, context.DeadlineExceeded), redlockprom.DeadlineExceeded},
+		{errors.Join(redlock.ErrNotAcquired, &redlock.NodeError{Node: 2, Err: fmt.Errorf("dial: %w", context.DeadlineExceeded)}), redlockprom.NodeError},
+		{fmt.Errorf("wrapped: %w", errors.Join(redlock.ErrNotAcquired, context.Canceled)), redlockprom.Canceled},
 	} {
-		t.Run(tt.want, func(t *testing.T) {
+		t.Run(fmt.Sprint(tt.err), func(t *testing.T) {
 			if got := redlockprom.Outcome(tt.err); got != tt.want {
 				t.Errorf("Outcome(%v) = %q, want %q", tt.err, got, tt.want)
 			}

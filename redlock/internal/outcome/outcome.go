@@ -21,19 +21,45 @@ const (
 // All lists every outcome.
 var All = []string{Acquired, Refused, NodeError, Canceled, DeadlineExceeded}
 
-// Of is the outcome of an acquisition call that returned err: the ctx's end
-// first, then node errors, else a refusal.
+// Of is the outcome of an acquisition call that returned err: the
+// caller's ctx's end first, then node errors, else a refusal. A node's
+// own timeout wraps context.DeadlineExceeded inside its *NodeError: that
+// is a node error, not the caller's deadline.
 func Of(err error) string {
 	var ne *redlock.NodeError
 	switch {
 	case err == nil:
 		return Acquired
-	case errors.Is(err, context.Canceled):
+	case outside(err, context.Canceled):
 		return Canceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case outside(err, context.DeadlineExceeded):
 		return DeadlineExceeded
 	case errors.As(err, &ne):
 		return NodeError
 	}
 	return Refused
+}
+
+// outside reports whether err's tree holds target outside every
+// *NodeError.
+func outside(err, target error) bool {
+	if err == target {
+		return true
+	}
+	if _, ok := err.(*redlock.NodeError); ok {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if outside(e, target) {
+				return true
+			}
+		}
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			return outside(e, target)
+		}
+	}
+	return false
 }

@@ -27,9 +27,10 @@ type AcquireObserver interface {
 // HoldObserver hears when each hold ends.
 type HoldObserver interface {
 	// HoldEnded: the hold of key with token ended after held (on the
-	// Client's clock, from its acquisition): Unlock was called, its
-	// validity ran out while Done was watched, it was found gone, or the
-	// Client was closed. Called exactly once per hold, as Done closes.
+	// Client's clock, from its acquisition): Unlock was called, it was
+	// found gone, or, while Done was watched (or AutoExtend on), its
+	// validity ran out or the Client was closed. Called exactly once per
+	// hold, as Done closes.
 	HoldEnded(key string, token uint64, held time.Duration)
 }
 
@@ -38,7 +39,7 @@ type RoundTripObserver interface {
 	// NodeRoundTrip: a call to node (its index in the nodes given to New)
 	// was answered d after it was queued; calls that got no reply (a
 	// timeout, a broken connection) are [Observer.NodeError]s instead.
-	// Called on the Client's own goroutines.
+	// Called on the goroutines that read the replies.
 	NodeRoundTrip(node int, d time.Duration)
 }
 
@@ -75,9 +76,10 @@ type Tracer interface {
 // OpTrace is one traced operation (see [Tracer]).
 type OpTrace interface {
 	// Node: node answered one call of the operation d after the call
-	// was queued; err is nil, the node's error, or a timeout. Called on
-	// the Client's own goroutines, and possibly after End: an operation
-	// decides at a quorum and its other calls finish in the background.
+	// was queued; err is nil, the node's error, or a timeout (or the
+	// node is marked down: the call was not sent). Called on any
+	// goroutine, and possibly after End: an operation decides at a
+	// quorum and its other calls finish in the background.
 	Node(node int, d time.Duration, err error)
 	// End: the operation returned err; token is the hold's (0 for an
 	// acquire that failed). Called once.

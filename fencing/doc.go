@@ -37,4 +37,10 @@
 //     runs. If the handler fails afterwards, the token stays raised although
 //     nothing was written, and older tokens are refused from then on. A retried
 //     request with the same token is admitted again and runs the handler again.
+//
+// # Observing decisions
+//
+// [WithObserver] gives any guard, or the Middleware, a [GuardObserver] that
+// hears each admission and each stale-token rejection, for metrics
+// (package redlock/redlockprom implements one).
 package fencing

@@ -42,19 +42,24 @@ func TokenFromContext(ctx context.Context) (uint64, bool) {
 // ErrorHandler writes the response for a request that Middleware refused.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
-// MiddlewareOption configures Middleware.
-type MiddlewareOption func(*middleware)
+// MiddlewareOption configures Middleware; every [Option] is one.
+type MiddlewareOption interface{ applyMiddleware(*middleware) }
+
+type middlewareOptionFunc func(*middleware)
+
+func (f middlewareOptionFunc) applyMiddleware(m *middleware) { f(m) }
 
 // WithErrorHandler replaces the default responses (see Middleware), e.g. to log
 // storage errors or to answer in another format.
 func WithErrorHandler(h ErrorHandler) MiddlewareOption {
-	return func(m *middleware) { m.onError = h }
+	return middlewareOptionFunc(func(m *middleware) { m.onError = h })
 }
 
 type middleware struct {
 	guard    Guard
 	resource func(*http.Request) string
 	onError  ErrorHandler
+	obs      GuardObserver // nil: none
 }
 
 // Middleware admits each request's Fencing-Token for the resource that
@@ -78,7 +83,9 @@ type middleware struct {
 func Middleware(g Guard, resource func(*http.Request) string, opts ...MiddlewareOption) func(http.Handler) http.Handler {
 	m := &middleware{guard: g, resource: resource, onError: writeError}
 	for _, o := range opts {
-		o(m)
+		if o != nil {
+			o.applyMiddleware(m)
+		}
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +116,7 @@ func (m *middleware) admit(r *http.Request) (uint64, error) {
 	if res == "" {
 		return 0, invalidf("empty resource")
 	}
-	return token, m.guard.Admit(r.Context(), res, token)
+	return token, observe(m.obs, res, token, m.guard.Admit(r.Context(), res, token))
 }
 
 // errorBody is the JSON body of a refused request.

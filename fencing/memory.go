@@ -12,7 +12,8 @@ import (
 // use. Nothing is ever evicted: each resource keeps its high-water mark and its
 // whole log until the Memory is dropped.
 type Memory struct {
-	mu        sync.Mutex // protects resources
+	obs       GuardObserver // set by NewMemoryWith; nil: none
+	mu        sync.Mutex    // protects resources
 	resources map[string]*memResource
 }
 
@@ -25,6 +26,21 @@ var _ Appender = (*Memory)(nil)
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory { return &Memory{} }
+
+// MemoryOption configures NewMemoryWith; every [Option] is one.
+type MemoryOption interface{ applyMemory(*Memory) }
+
+// NewMemoryWith returns an empty Memory configured by opts (e.g.
+// [WithObserver]).
+func NewMemoryWith(opts ...MemoryOption) *Memory {
+	m := &Memory{}
+	for _, o := range opts {
+		if o != nil {
+			o.applyMemory(m)
+		}
+	}
+	return m
+}
 
 // Admit records token for resource if it is not stale. It returns ctx.Err()
 // without admitting anything if ctx is already done.
@@ -49,6 +65,11 @@ func (m *Memory) admit(ctx context.Context, resource string, token uint64, write
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return observe(m.obs, resource, token, m.admitLocked(resource, token, write))
+}
+
+// admitLocked is admit's decision, under m.mu.
+func (m *Memory) admitLocked(resource string, token uint64, write func(*memResource)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.resources[resource]

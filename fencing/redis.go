@@ -53,23 +53,28 @@ var (
 type Redis struct {
 	client redis.Scripter
 	window time.Duration
+	obs    GuardObserver // nil: none
 }
 
 var _ Appender = (*Redis)(nil)
 
-// RedisOption configures NewRedis.
-type RedisOption func(*Redis)
+// RedisOption configures NewRedis; every [Option] is one.
+type RedisOption interface{ applyRedis(*Redis) }
+
+type redisOptionFunc func(*Redis)
+
+func (f redisOptionFunc) applyRedis(g *Redis) { f(g) }
 
 // WithRetryWindow sets how long the guard remembers that a call was applied,
 // so that a retry of it is recognised. It must outlast the client's retries of
 // one call: about MaxRetries × (ReadTimeout + MaxRetryBackoff). Default 1
 // minute. Memory: one small key per call made within the window.
 func WithRetryWindow(d time.Duration) RedisOption {
-	return func(g *Redis) {
+	return redisOptionFunc(func(g *Redis) {
 		if d > 0 {
 			g.window = d
 		}
-	}
+	})
 }
 
 // NewRedis returns a Guard on client (a *redis.Client, *redis.ClusterClient or
@@ -78,7 +83,9 @@ func WithRetryWindow(d time.Duration) RedisOption {
 func NewRedis(client redis.Scripter, opts ...RedisOption) *Redis {
 	g := &Redis{client: client, window: time.Minute}
 	for _, o := range opts {
-		o(g)
+		if o != nil {
+			o.applyRedis(g)
+		}
 	}
 	return g
 }
@@ -109,6 +116,11 @@ func (g *Redis) fence(ctx context.Context, resource string, token uint64, op, ke
 	if err := validateRedis(resource, token); err != nil {
 		return err
 	}
+	return observe(g.obs, resource, token, g.run(ctx, resource, token, op, key, value))
+}
+
+// run is fence's script call and the reading of its reply.
+func (g *Redis) run(ctx context.Context, resource string, token uint64, op, key, value string) error {
 	keys := []string{tokenKey(resource), opKey(resource, rand.Text())}
 	if key != "" {
 		keys = append(keys, key)

@@ -51,27 +51,34 @@ type SQL struct {
 	db      *sql.DB
 	dialect Dialect
 	table   string
-	upsert  string // admits $1/?=resource, $2/?=token; affects 0 rows when stale
-	highest string // selects the token of one resource
+	upsert  string        // admits $1/?=resource, $2/?=token; affects 0 rows when stale
+	highest string        // selects the token of one resource
+	obs     GuardObserver // nil: none
 }
 
 var _ Guard = (*SQL)(nil)
 
-// SQLOption configures NewSQL.
-type SQLOption func(*SQL)
+// SQLOption configures NewSQL; every [Option] is one.
+type SQLOption interface{ applySQL(*SQL) }
+
+type sqlOptionFunc func(*SQL)
+
+func (f sqlOptionFunc) applySQL(g *SQL) { f(g) }
 
 // WithTable sets the table name. Default "fencing_tokens". It must be a plain
 // identifier: ASCII letters, digits and '_', not starting with a digit. It is
 // quoted in every statement, so a reserved word ("order") works, and the name
 // is used exactly as given: case-sensitive in PostgreSQL.
-func WithTable(name string) SQLOption { return func(g *SQL) { g.table = name } }
+func WithTable(name string) SQLOption { return sqlOptionFunc(func(g *SQL) { g.table = name }) }
 
 // NewSQL returns a guard on db in the given dialect. Call Init once to create
 // the table, unless a migration does it.
 func NewSQL(db *sql.DB, d Dialect, opts ...SQLOption) (*SQL, error) {
 	g := &SQL{db: db, dialect: d, table: "fencing_tokens"}
 	for _, o := range opts {
-		o(g)
+		if o != nil {
+			o.applySQL(g)
+		}
 	}
 	if db == nil {
 		return nil, invalidf("nil *sql.DB")
@@ -133,6 +140,11 @@ func (g *SQL) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, token ui
 	if err := validateSQL(resource, token); err != nil {
 		return err
 	}
+	return observe(g.obs, resource, token, g.upsertTx(ctx, tx, resource, token))
+}
+
+// upsertTx is AdmitTx's statement and the reading of its outcome.
+func (g *SQL) upsertTx(ctx context.Context, tx *sql.Tx, resource string, token uint64) error {
 	res, err := tx.ExecContext(ctx, g.upsert, resource, int64(token))
 	if err != nil {
 		return fmt.Errorf("fencing: sql: admit %q: %w", resource, err)

@@ -16,7 +16,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	if err != nil {
 		return nil, err
 	}
+	lc.trace = c.startOp(ctx, OpAcquire, key, 0)
 	l, _, err := c.tryOnce(ctx, key, ttl, lc)
+	c.acquireEnded(key, lc, l, err)
 	return l, err
 }
 
@@ -39,11 +41,31 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // served, and only the head of that queue is on the wire: the others count
 // each backoff of theirs as a refused try, and give up when their strategy
 // does. A [Client.TryLock] never waits, so it is refused while anyone does.
-func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (_ *Lock, rerr error) {
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	lc, err := c.lockConfig(key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
+	lc.trace = c.startOp(ctx, OpAcquire, key, 0)
+	l, err := c.lock(ctx, key, ttl, lc)
+	c.acquireEnded(key, lc, l, err)
+	return l, err
+}
+
+// acquireEnded reports an acquisition call's outcome to the optional
+// observers (observe.go).
+func (c *Client) acquireEnded(key string, lc lockConfig, l *Lock, err error) {
+	var token uint64
+	if l != nil {
+		token = l.token
+	}
+	endOp(lc.trace, token, err)
+	c.acquireReturned(key, token, err, lc.since)
+}
+
+// lock is Lock once its arguments are checked.
+func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (_ *Lock, rerr error) {
+	var err error
 	if _, ok := lc.retry.Backoff(1); !ok {
 		l, _, err := c.tryOnce(ctx, key, ttl, lc)
 		return l, withCtx(ctx, err)

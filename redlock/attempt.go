@@ -57,6 +57,7 @@ type attempt struct {
 	keys    []string   // the scripts' KEYS: lock key, fence counter, waiting order, leases
 	args    []any      // acquire.lua's ARGV: value, ttl, wait start, Client id, lease
 	replies chan reply // every answer, for the deciding caller (see startAttempt); nil once compacted
+	trace   OpTrace    // the acquire call's trace, if traced (observe.go)
 
 	mu       sync.Mutex // protects the fields below
 	state    attemptState
@@ -92,7 +93,7 @@ func holdValue(since time.Time, id string) string {
 // keeps its place in the key's waiting set for sleep (capped by the
 // holder's TTL) and slack more; 0 and 0 for a caller that does not wait
 // (see acquire.lua).
-func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, sleep, slack time.Duration) *attempt {
+func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, sleep, slack time.Duration, trace OpTrace) *attempt {
 	n := len(c.nodes)
 	order, leases := waitKeys(key)
 	value := holdValue(since, c.id)
@@ -113,6 +114,7 @@ func (c *Client) startAttempt(key string, ttl time.Duration, since time.Time, sl
 		settled:  make(chan struct{}),
 		skipped:  make([]bool, n),
 		longest:  ttl,
+		trace:    trace,
 	}
 	a.ask(c.all)
 	return a
@@ -145,7 +147,9 @@ func (a *attempt) ask(nodes []int) {
 	a.pending += len(nodes)
 	a.deadline = time.Now().Add(a.timeout()) // network waits are real time
 	a.mu.Unlock()
-	a.c.newGroup(a, a.timeout(), nodes, acquireScript, a.keys, a.args...).start()
+	g := a.c.newGroup(a, a.timeout(), nodes, acquireScript, a.keys, a.args...)
+	g.trace = a.trace
+	g.start()
 }
 
 // answer records node i's reply to an acquire call (the attempt is the sink
@@ -517,7 +521,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 	default:
 	}
 	wall := time.Now() // network waits are real time
-	a := c.startAttempt(key, ttl, lc.since, sleep, slack)
+	a := c.startAttempt(key, ttl, lc.since, sleep, slack, lc.trace)
 	t := newTally(len(c.nodes), c.quorum)
 	var (
 		reask    *time.Timer // set while a split vote's winner waits to ask again
@@ -584,6 +588,7 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration, lc lock
 		return a.failed(t, join(ErrNotAcquired, errNoValidity))
 	}
 	l := newLock(a, token, until)
+	l.acquired = now
 	l.nodes = counted
 	for _, r := range a.decide(acquired, token) {
 		a.settle(r, acquired, token)

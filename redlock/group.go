@@ -38,6 +38,9 @@ type group struct {
 	sink    sink
 	ops     []op
 	pending atomic.Int32 // calls not yet completed
+
+	trace  OpTrace   // the operation the calls are part of, if traced (observe.go)
+	queued time.Time // when start queued the calls; set only for a RoundTripObserver or a trace
 }
 
 // op is one script call of a group.
@@ -69,6 +72,9 @@ func (c *Client) newGroup(s sink, timeout time.Duration, nodes []int, script *re
 
 // start queues the group's calls.
 func (g *group) start() {
+	if g.c.hooks.trip || g.trace != nil {
+		g.queued = time.Now() // network waits are real time
+	}
 	g.arm()
 	for k := range g.ops {
 		g.c.batchers[g.ops[k].node].do(&g.ops[k])
@@ -113,6 +119,7 @@ func (g *group) finish(o *op, v any, err error, expiring bool) bool {
 		}
 		return false
 	}
+	g.answered(o, err)
 	g.sink.answer(o.node, v, err)
 	g.c.inflight.done()
 	if g.pending.Add(-1) == 0 && !expiring {

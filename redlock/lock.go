@@ -20,6 +20,8 @@ type Lock struct {
 	token uint64
 	nodes []int // the nodes whose grants made the token, ascending; set before the Lock is returned
 
+	acquired time.Time // on the client's clock, when the attempt succeeded; set before the Lock is returned
+
 	mu        sync.Mutex // protects the fields below
 	until     time.Time
 	ended     bool      // done is closed
@@ -134,10 +136,13 @@ func (l *Lock) end(lost bool) {
 	close(l.done)
 	l.a.c.sched.remove(l)
 	l.mu.Unlock()
+	c := l.a.c
 	if lost {
-		c := l.a.c
 		c.cfg.observer.Lost(l.a.key(), l.token)
 		c.cfg.logger.Warn("redlock: lock lost", "key", l.a.key(), "token", l.token)
+	}
+	if c.hooks.hold {
+		c.cfg.observer.(safeObserver).HoldEnded(l.a.key(), l.token, c.cfg.clock.Since(l.acquired))
 	}
 }
 
@@ -169,8 +174,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // [ErrOutcomeUnknown] with their *NodeErrors, and the hold goes on until
 // its Until, which the calls sent may have shortened: only a quorum of
 // refusals, or no validity left, is [ErrLockLost].
-func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	c := l.a.c
+	trace := c.startOp(ctx, OpExtend, l.a.key(), l.token)
+	if trace != nil {
+		defer func() { trace.End(l.token, rerr) }()
+	}
 	select {
 	case l.serial <- struct{}{}:
 	case <-ctx.Done():
@@ -209,7 +218,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	// Lost needs a quorum to say so (more refusals than N − quorum): short
 	// of that, the answers still out decide between lost and unknown.
 	votes := make(voteSink, len(c.all))
-	c.newGroup(votes, c.nodeTimeout(ttl), c.all, extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds()).start()
+	g := c.newGroup(votes, c.nodeTimeout(ttl), c.all, extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
+	g.trace = trace
+	g.start()
 	yes, refused, errs, ctxErr := c.count(ctx, votes, len(c.all), c.quorum, len(c.all)-c.quorum+1)
 	oks := len(yes)
 	if ctxErr != nil && oks < c.quorum {
@@ -254,8 +265,12 @@ func (l *Lock) setUntilLocked(until time.Time) {
 // deciding. Done closes. A second Unlock returns [ErrLockLost]. Each node
 // that releases the key announces it to the first waiter in its waiting
 // set (see [Client.Lock]).
-func (l *Lock) Unlock(ctx context.Context) error {
+func (l *Lock) Unlock(ctx context.Context) (rerr error) {
 	c := l.a.c
+	trace := c.startOp(ctx, OpUnlock, l.a.key(), l.token)
+	if trace != nil {
+		defer func() { trace.End(l.token, rerr) }()
+	}
 	l.mu.Lock()
 	if l.unlocked {
 		l.mu.Unlock()
@@ -279,7 +294,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	votes := make(voteSink, len(nodes))
 	keys, args := l.a.releaseKeys(), l.a.releaseArgs(true)
 	sink := owing{votes: votes, c: c, keys: keys, args: args, ttl: l.a.longestTTL(), tmo: l.a.timeout()}
-	c.newGroup(sink, l.a.timeout(), nodes, releaseScript, keys, args...).start()
+	g := c.newGroup(sink, l.a.timeout(), nodes, releaseScript, keys, args...)
+	g.trace = trace
+	g.start()
 	yes, refused, errs, ctxErr := c.count(ctx, votes, len(nodes), c.quorum, 0)
 	oks := len(yes)
 	switch {

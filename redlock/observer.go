@@ -11,7 +11,10 @@ import (
 // lock's path: keep them fast. An Observer must be safe for concurrent use.
 // A panic in one is recovered and logged (at Error): it does not reach the
 // lock's caller, nor leave the lock's bookkeeping half done.
-// Embed [NopObserver] to implement only some of the methods.
+// Embed [NopObserver] to implement only some of the methods. An Observer
+// may also implement [AcquireObserver], [HoldObserver], [RoundTripObserver]
+// and [Tracer]; [Observers] combines several. Packages redlockprom
+// (Prometheus) and redlockotel (OpenTelemetry) are Observers.
 type Observer interface {
 	// Acquired: a hold began after latency (from the successful attempt's
 	// start) with this token.

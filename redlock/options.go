@@ -108,6 +108,7 @@ type lockConfig struct {
 	autoExtend bool
 	retry      RetryStrategy
 	since      time.Time // when the call began (real time): older waiters win split votes
+	trace      OpTrace   // the call's trace, if traced (observe.go)
 }
 
 // AutoExtend has the Client's watchdog extend the hold about every third of

@@ -57,6 +57,9 @@ func fencedBlocks(page, text string) ([]block, error) {
 	var body strings.Builder
 	for n, line := range strings.Split(text, "\n") {
 		fence, isFence := strings.CutPrefix(line, "```")
+		if cur == nil && !isFence && strings.HasPrefix(strings.TrimLeft(line, " \t>"), "```go") {
+			return nil, fmt.Errorf("%s:%d: an indented Go block, which this check would not see: start it at the margin", page, n+1)
+		}
 		switch {
 		case cur == nil && isFence:
 			cur = &block{page: page, line: n + 1, lang: strings.TrimSpace(fence)}
@@ -226,8 +229,10 @@ func TestParsers(t *testing.T) {
 	if len(bs) != 2 || bs[0].lang != "go" || bs[0].text != "x := 1\n\ny()\n" || bs[0].line != 2 || bs[1].lang != "" {
 		t.Errorf("fencedBlocks = %+v", bs)
 	}
-	if _, err := fencedBlocks("p.md", "```go\nx\n"); err == nil {
-		t.Error("fencedBlocks accepted a block never closed")
+	for _, bad := range []string{"```go\nx\n", "- a list\n  ```go\n  x\n  ```\n"} {
+		if _, err := fencedBlocks("p.md", bad); err == nil {
+			t.Errorf("fencedBlocks accepted %q", bad)
+		}
 	}
 
 	rs, err := regions("f.go", "func f() {\n\t// doc block: README.md\n\tx := 1\n\n\tif x > 0 {\n\t\ty()\n\t}\n\t// end doc block\n}\n")

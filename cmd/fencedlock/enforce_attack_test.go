@@ -10,7 +10,7 @@ import (
 )
 
 // TestRunStoppedSupervisorOutlivesTheLock: the job must not outlive its lock
-// (README). With a running supervisor the tree is killed a tenth of --ttl
+// (docs/cli.md). With a running supervisor the tree is killed a tenth of --ttl
 // before the lock's validity ends, whatever --grace is (the supervisor's
 // deadline bounds it). With a stopped supervisor, fencedlock's own
 // enforcement waits --grace and a tenth of --ttl after it saw the lock lost,

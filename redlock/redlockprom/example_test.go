@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
-	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +30,7 @@ func Example() {
 	}
 	mux := http.NewServeMux()
 
-	// README begins
+	// doc block: README.md
 	reg := prometheus.NewRegistry() // or prometheus.DefaultRegisterer
 	metrics, err := redlockprom.New(reg)
 	if err != nil {
@@ -47,7 +44,7 @@ func Example() {
 	defer locks.Close()
 	store := fencing.NewRedis(nodes[0], fencing.WithObserver(metrics)) // admissions, stale-write rejections
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// README ends
+	// end doc block
 
 	ctx := context.Background()
 	l, err := locks.TryLock(ctx, "invoice:42", 10*time.Second)
@@ -68,32 +65,4 @@ func Example() {
 	// unlock: <nil>
 	// fencedlock_fencing_admitted_total 1
 	// fencedlock_releases_total 1
-}
-
-// TestREADMEMetricsExample checks that the README's Go block under
-// "Metrics and tracing" is Example's, which compiles and runs.
-func TestREADMEMetricsExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(readme), "## Metrics and tracing\n")
-	_, after, ok2 := strings.Cut(after, "```go\n")
-	block, _, closed := strings.Cut(after, "```\n")
-	if !ok || !ok2 || !closed {
-		t.Fatal(`README: no Go block under "## Metrics and tracing"`)
-	}
-	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, _ := strings.Cut(string(src), "\t// README begins\n")
-	body, _, _ = strings.Cut(body, "\t// README ends\n")
-	var want strings.Builder
-	for line := range strings.Lines(body) {
-		want.WriteString(strings.TrimPrefix(line, "\t"))
-	}
-	if block != want.String() {
-		t.Errorf("README block:\n%s\nwant (Example):\n%s", block, want.String())
-	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,17 +14,17 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// invoiceStore is the README's fenced store.
+// invoiceStore is the fenced store of docs/check.md.
 type invoiceStore interface {
 	Save(ctx context.Context, token uint64, invoice []byte) error
 }
 
-// recordInvoice holds the README's example of package recorder, compiled
-// (never run: it would write a file); TestREADMERecorderExample checks that
-// the README shows the lines between the markers.
+// recordInvoice holds the example of package recorder in docs/check.md,
+// compiled (never run: it would write a file); internal/doccheck checks that
+// the page shows the lines between the markers.
 func recordInvoice(ctx context.Context, nodes []redis.UniversalClient, locker *redlock.Client, store invoiceStore,
 	workerName, requestID string, invoice []byte) error {
-	// README begins
+	// doc block: docs/check.md
 	f, _ := os.Create(fmt.Sprintf("history-%d.jsonl", os.Getpid()))
 	rec := recorder.New(recorder.NewJSONL(f), recorder.WithNodes(len(nodes)))
 	defer rec.Close() // writes the calls still in flight as never completed
@@ -59,35 +57,8 @@ func recordInvoice(ctx context.Context, nodes []redis.UniversalClient, locker *r
 	default:
 		r.Fail(err)
 	}
-	// README ends
+	// end doc block
 	return nil
 }
 
 var _ = recordInvoice
-
-// TestREADMERecorderExample checks that the README's Go block on package
-// recorder is recordInvoice's, which compiles.
-func TestREADMERecorderExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(readme), "package `chaos/recorder` writes it around your own lock calls:\n\n```go\n")
-	block, _, closed := strings.Cut(after, "```\n")
-	if !ok || !closed {
-		t.Fatal("README: no Go block after the sentence on package chaos/recorder")
-	}
-	src, err := os.ReadFile("readme_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, _ := strings.Cut(string(src), "\t// README begins\n")
-	body, _, _ = strings.Cut(body, "\t// README ends\n")
-	var want strings.Builder
-	for line := range strings.Lines(body) {
-		want.WriteString(strings.TrimPrefix(line, "\t"))
-	}
-	if block != want.String() {
-		t.Errorf("README block:\n%s\nwant (recordInvoice):\n%s", block, want.String())
-	}
-}

@@ -50,4 +50,5 @@ func TestNightlyReportStopsWhenTheLockIsLost(t *testing.T) {
 		t.Fatalf("Do = %v, want ErrLockLost", err)
 	}
 }
+
 // end doc block

@@ -65,7 +65,8 @@ func fencedBlocks(page, text string) ([]block, error) {
 			cur = &block{page: page, line: n + 1, lang: strings.TrimSpace(fence)}
 			body.Reset()
 		case cur != nil && isFence && strings.TrimSpace(fence) == "":
-			cur.text = body.String()
+			// gofmt puts a blank line between a func and the end marker.
+			cur.text = strings.TrimRight(body.String(), "\n") + "\n"
 			out = append(out, *cur)
 			cur = nil
 		case cur != nil:
@@ -140,7 +141,8 @@ func regions(file, text string) ([]region, error) {
 			if cur == nil {
 				return nil, fmt.Errorf("%s:%d: %q without a doc block", file, n, endMarker)
 			}
-			cur.text = body.String()
+			// gofmt puts a blank line between a func and the end marker.
+			cur.text = strings.TrimRight(body.String(), "\n") + "\n"
 			out = append(out, *cur)
 			cur = nil
 		case cur != nil:

@@ -1,7 +1,9 @@
 package docker_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,6 +120,39 @@ func TestDockerReplicatedNodeAmnesiaAndClockSkew(t *testing.T) {
 		}
 		if err := docker.WaitWhole(b, 0); err != nil {
 			t.Fatalf("not a whole pair again: %v", err)
+		}
+	})
+	// A rate, as the hunt's drift is (schedule.DriftSpec, too small to
+	// time here): keys expire by the fast clock.
+	t.Run("clock rate", func(t *testing.T) {
+		if !docker.HasFaketime(b) {
+			t.Skipf("image %s has no libfaketime", b.Image())
+		}
+		const rate, ttl = 10, 2 * time.Second
+		if err := b.SetClockSkew(ctx, 0, fmt.Sprintf("+0 x%d", rate)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := b.SetClockSkew(context.Background(), 0, ""); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := c.Set(ctx, "fast", "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		backendtest.Eventually(t, ttl, "the key's expiry", func() error {
+			if n, err := c.Exists(ctx, "fast").Result(); err != nil || n != 0 {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		// At rate 10 it lives ttl/10 of real time; at twice the real rate
+		// or less, ttl/2 or more.
+		if took := time.Since(t0); took >= ttl/2 {
+			t.Fatalf("a key set for %v expired after %v of real time, want about %v", ttl, took, ttl/rate)
+		} else {
+			t.Logf("a key set for %v expired after %v of real time", ttl, took)
 		}
 	})
 }

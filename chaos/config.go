@@ -45,9 +45,7 @@ type Config struct {
 	// Replicas makes each node a primary with an asynchronous replica,
 	// under one Sentinel whose timing is derived from TTL (see
 	// process.WithReplicas, docker.WithReplicas). The fault kinds that
-	// NeedsReplicas (failover) require it. On the docker backend it takes
-	// only the node faults of DockerReplicaFaults, and client faults.
-	// Default false: plain nodes.
+	// NeedsReplicas (failover) require it. Default false: plain nodes.
 	Replicas bool
 	TTL      time.Duration // lock TTL; default 1s
 	// NodeTimeout bounds each node call of the workload's clients; default 100ms.
@@ -107,16 +105,6 @@ const ProfileHunt = "hunt"
 // the tolerated kinds (those only the hunt arms, see huntOnly, left out).
 func DefaultFaults() []fault.Kind {
 	return slices.DeleteFunc(fault.Tolerated(), huntOnly)
-}
-
-// DockerReplicaFaults returns the node faults the docker backend injects
-// on nodes with replicas: all but those that create a container anew
-// (restarts without data, clock changes), since Sentinel knows each server
-// by its address on the containers' network, which a new container may
-// not get (see docker.WithReplicas).
-func DockerReplicaFaults() []fault.Kind {
-	return []fault.Kind{fault.Kill, fault.Restart, fault.Pause, fault.Partition, fault.Latency,
-		fault.KillDuringAcquire, fault.LoseReplies, fault.Failover}
 }
 
 // huntOnly reports whether only the hunt's episodes inject k: the hunt's
@@ -223,11 +211,6 @@ func (c Config) withDefaults() (Config, error) {
 	for _, k := range c.Faults {
 		if !k.Known() {
 			return c, fmt.Errorf("%w: %w %q", ErrConfig, fault.ErrUnknown, k)
-		}
-	}
-	for _, k := range c.Faults {
-		if c.Replicas && c.Backend == "docker" && !k.ClientSide() && !slices.Contains(DockerReplicaFaults(), k) {
-			return c, fmt.Errorf("%w: the docker backend's nodes with replicas do not take %s (they take %s, and client faults: --faults)", ErrConfig, k, fault.Join(DockerReplicaFaults()))
 		}
 	}
 	return c, nil

@@ -142,8 +142,6 @@ func TestBadConfig(t *testing.T) {
 		{Backend: "vm"},
 		{TTL: 100 * time.Millisecond, NodeTimeout: 80 * time.Millisecond},
 		{Faults: []fault.Kind{fault.Failover}}, // needs replicas
-		{Replicas: true, Backend: "docker"},    // the default faults include delayed-restart, which a pair of containers does not take
-		{Replicas: true, Backend: "docker", Faults: []fault.Kind{fault.Failover, fault.ClockSkew}},
 		{Lock: "zookeeper"},
 		{Lock: chaos.LockSentinel},                                             // needs replicas
 		{Lock: chaos.LockFencedlockAcks},                                       // so does this

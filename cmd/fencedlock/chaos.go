@@ -47,9 +47,8 @@ With --replicas, each node is a primary with an asynchronous replica under
 one Sentinel, as Redis is most often deployed; the node's address follows
 the primary across failovers. The failover fault needs it: the replica is
 promoted while it lags, so the writes its primary acknowledged last
-(grants, fence counter increments) are lost. On the docker backend such
-nodes take only the node faults ` + fault.Join(chaos.DockerReplicaFaults()) + `
-(and the client faults): give them with --faults.
+(grants, fence counter increments) are lost. Kill, restart, pause and
+clock skew act on the current primary, on either backend.
 
 --lock picks the lock the workload drives: fencedlock (the default),
 fencedlock-acks (fencedlock counting a grant once the node's replica has it;

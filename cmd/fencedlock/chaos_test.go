@@ -55,7 +55,6 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--duration", "soon"},
 		{"--seed", "0"},
 		{"--node-timeout", "0s"},
-		{"--backend", "docker", "--replicas"}, // the default faults recreate containers
 		{"extra"},
 		{"--lock", "zookeeper"},
 		{"--lock", "sentinel"},        // needs --replicas

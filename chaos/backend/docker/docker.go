@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +63,8 @@ import (
 //     there; the public redis image has none: backend.ErrNoFaketime).
 //
 // With WithReplicas, a node is a pair of containers under a Sentinel
-// container instead, and the faults act as WithReplicas says.
+// container instead, each with a fixed address on the network, and the
+// faults act as WithReplicas says: no container is created anew.
 //
 // A node operation, once begun, is carried through even if its ctx ends
 // (within a bound of its own): Docker takes tens to hundreds of milliseconds
@@ -88,6 +90,10 @@ type Backend struct {
 	timing   sentinel.Timing
 	sentinel *sentinelCtr // nil without replicas
 	promos   sentinel.Promotions
+	// With replicas, the network's subnet (see claimSubnet) and the last
+	// fixed address handed out on it.
+	subnet netip.Prefix
+	lastIP netip.Addr
 
 	mu     sync.Mutex // protects closed
 	closed bool
@@ -220,6 +226,12 @@ func (d *Backend) setup(ctx context.Context, n int) error {
 		return fmt.Errorf("docker: docker network: %w", err)
 	}
 	d.net = nw
+	if d.cfg.replicaTTL > 0 {
+		d.net, err = d.claimSubnet(ctx, nw)
+		if err != nil {
+			return err
+		}
+	}
 	if err := d.findHost(ctx); err != nil {
 		return err
 	}
@@ -290,8 +302,9 @@ func (d *Backend) DirectAddr(i int) (string, error) {
 }
 
 // ContainerID is the ID of node i's container now, for looking at it
-// (docker logs, docker exec, docker inspect). A restart without data or a
-// clock change replaces the container. Do not stop, pause or remove it
+// (docker logs, docker exec, docker inspect); of a pair, its current
+// primary's. A restart without data or a clock change replaces a plain
+// node's container (never a pair's). Do not stop, pause or remove it
 // behind the Backend's back: it keeps track of the container's state.
 func (d *Backend) ContainerID(i int) (string, error) {
 	n, err := d.node(i)

@@ -2,11 +2,9 @@ package docker_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/backend/backendtest"
 	"github.com/fencedlock/fencedlock/chaos/backend/docker"
 )
@@ -43,18 +41,9 @@ func TestDockerFailoverLosesWhatTheReplicaLacked(t *testing.T) {
 // failed over by Sentinel on its own, as in production: the node's address
 // follows the promotion (Sentinel's +switch-master, nothing else, moves
 // it), and the server, resumed or started again, rejoins as a replica.
-// The operations that create a container anew are unsupported.
 func TestDockerReplicatedNodeFaultsFailOver(t *testing.T) {
 	b := newDockerBackend(t, 1, docker.WithReplicas(replicaTTL))
 	ctx := t.Context()
-	for name, op := range map[string]func() error{
-		"restart without data": func() error { return b.Restart(ctx, 0, false) },
-		"clock skew":           func() error { return b.SetClockSkew(ctx, 0, "+1s") },
-	} {
-		if err := op(); !errors.Is(err, backend.ErrUnsupported) && !errors.Is(err, backend.ErrNoFaketime) {
-			t.Errorf("%s of a replicated node: %v, want ErrUnsupported", name, err)
-		}
-	}
 	c := backendtest.NewClient(t, b.Nodes()[0].Addr())
 	for _, tc := range []struct {
 		name        string

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,10 +11,6 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/backend"
 	"github.com/fencedlock/fencedlock/chaos/internal/faketime"
 )
-
-// errReplicated is what the operations that create a container anew
-// answer on a replicated node (see WithReplicas).
-var errReplicated = fmt.Errorf("%w on a node with a replica (its containers are never created anew)", backend.ErrUnsupported)
 
 // withNode runs f on node i, serialised with the node's other container
 // operations, and wraps its error.
@@ -69,16 +66,22 @@ func (d *Backend) Start(ctx context.Context, i int) error {
 }
 
 // Restart implements Backend: kill and start with data; without, a new
-// container on a new, empty volume.
+// container on a new, empty volume (of a pair, the primary is killed, its
+// data directory replaced by an empty one, and it is started again: see
+// WithReplicas).
 func (d *Backend) Restart(ctx context.Context, i int, withData bool) error {
 	return d.withNode(ctx, i, "restart", func(ctx context.Context, n *dockerNode) error {
 		if p := n.pair; p != nil {
-			if !withData {
-				return errReplicated
-			}
 			prim := p.primaryIndex()
 			if err := d.killServer(ctx, p, prim); err != nil {
 				return err
+			}
+			if !withData {
+				// Left stopped on failure, with its data, as a process
+				// node whose data could not be wiped.
+				if err := d.newGeneration(ctx, p.servers[prim]); err != nil {
+					return err
+				}
 			}
 			return d.startStopped(ctx, p, prim)
 		}
@@ -221,7 +224,11 @@ func (d *Backend) SetLatency(_ context.Context, i int, lat time.Duration) error 
 }
 
 // SetClockSkew implements Backend: the container is recreated on its volume
-// (so with its data) with libfaketime preloaded, or without it for "".
+// (so with its data) with libfaketime preloaded, or without it for "". Of
+// a pair, whose containers are never created anew, both servers get the
+// clock in their files (see WithReplicas): the primary is killed and
+// started again on it now, with its data, the replica at its next start,
+// as in package process.
 func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 	if spec != "" {
 		if err := faketime.CheckSpec(spec); err != nil {
@@ -232,8 +239,8 @@ func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 		}
 	}
 	return d.withNode(ctx, i, "clock skew", func(ctx context.Context, n *dockerNode) error {
-		if n.pair != nil {
-			return errReplicated
+		if p := n.pair; p != nil {
+			return d.skewPair(ctx, n, p, spec)
 		}
 		old := n.skew
 		n.skew = spec
@@ -245,4 +252,29 @@ func (d *Backend) SetClockSkew(ctx context.Context, i int, spec string) error {
 		}
 		return nil
 	})
+}
+
+// skewPair is SetClockSkew of a pair. On failure the files say the clock
+// the node had before, and the primary may be left stopped: a later Start
+// runs it on that clock.
+func (d *Backend) skewPair(ctx context.Context, n *dockerNode, p *pair, spec string) error {
+	setAll := func(ctx context.Context, spec string) error {
+		var errs []error
+		for _, srv := range p.servers {
+			errs = append(errs, d.setClock(ctx, srv, spec))
+		}
+		return errors.Join(errs...)
+	}
+	err := setAll(ctx, spec)
+	if err == nil {
+		prim := p.primaryIndex()
+		if err = d.killServer(ctx, p, prim); err == nil {
+			err = d.startStopped(ctx, p, prim)
+		}
+	}
+	if err != nil {
+		return errors.Join(err, setAll(context.WithoutCancel(ctx), n.skew))
+	}
+	n.skew = spec
+	return nil
 }

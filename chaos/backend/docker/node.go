@@ -110,7 +110,7 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 			env[k] = v
 		}
 	}
-	req := d.request(n.name, append(serverArgs(), d.cfg.args...))
+	req := d.request(n.name, append(serverArgs("/data"), d.cfg.args...))
 	req.Env = env
 	req.NetworkAliases = map[string][]string{d.net.Name: {n.alias}}
 	req.Mounts = testcontainers.ContainerMounts{testcontainers.VolumeMount(n.name, "/data")}
@@ -126,12 +126,12 @@ func (n *dockerNode) recreate(ctx context.Context, keepData bool) error {
 }
 
 // serverArgs are the redis-server arguments of every node server: the
-// append-only file fsynced at every write, in /data.
-func serverArgs() []string {
+// append-only file fsynced at every write, in dir.
+func serverArgs(dir string) []string {
 	return []string{
 		"--port", strconv.Itoa(redisPort),
 		"--protected-mode", "no", // Debian's build keeps it on; the nodes are reached from outside the container
-		"--dir", "/data",
+		"--dir", dir,
 		"--save", "",
 		"--appendonly", "yes", "--appendfsync", "always",
 	}

@@ -52,23 +52,26 @@ type server struct {
 	published string // host:port Docker publishes its Redis port on; "" while stopped
 	running   bool
 	paused    bool
+	gen       int // generation of its data directory (see wipe)
 }
 
 // addr is the server's address on the network, as its peer and Sentinel
 // reach it.
 func (s *server) addr() string { return net.JoinHostPort(s.ip, strconv.Itoa(redisPort)) }
 
-// startPair starts node i's two servers, the second a replica of the
-// first, and points the relay at the first. On error it returns the pair
-// so far, for Close to remove.
+// startPair starts node i's two servers, makes the second a replica of
+// the first, and points the relay at the first. On error it returns the
+// pair so far, for Close to remove.
+//
+// The second server is made a replica by REPLICAOF once it runs, not by
+// an argument: an argument would make it a replica of the first again at
+// each start of its container, whichever Sentinel names now. Each server
+// starts as a primary, as a process node's does, and Sentinel makes a
+// server it does not name a replica.
 func (d *Backend) startPair(ctx context.Context, i int, r *relay.Relay) (*pair, error) {
 	p := &pair{name: "node" + strconv.Itoa(i), node: i, promotions: &d.promos, changed: make(chan struct{}), relay: r}
 	for s := range p.servers {
-		var extra []string
-		if s == 1 {
-			extra = []string{"--replicaof", p.servers[0].ip, strconv.Itoa(redisPort)}
-		}
-		srv, err := d.startServer(ctx, d.name(i)+"-"+strconv.Itoa(s), extra)
+		srv, err := d.startServer(ctx, d.name(i)+"-"+strconv.Itoa(s))
 		if srv != nil {
 			p.servers[s] = srv
 		}
@@ -76,35 +79,51 @@ func (d *Backend) startPair(ctx context.Context, i int, r *relay.Relay) (*pair, 
 			return p, err
 		}
 	}
+	if err := sentinel.Command(ctx, p.servers[1].published, d.cfg.startTimeout, "REPLICAOF", p.servers[0].ip, strconv.Itoa(redisPort)); err != nil {
+		return p, fmt.Errorf("replica: %w", err)
+	}
 	r.Retarget(p.servers[0].published)
 	return p, nil
 }
 
-// startServer creates and starts one container of a pair. Every server
-// may become a replica: each knows the user to replicate as.
-func (d *Backend) startServer(ctx context.Context, name string, extra []string) (*server, error) {
-	args := append(serverArgs(),
+// startServer creates and starts one container of a pair, with its data
+// directory's first generation and the real clock (see wipe, setClock).
+// Every server may become a replica: each knows the user to replicate as.
+func (d *Backend) startServer(ctx context.Context, name string) (*server, error) {
+	args := append(serverArgs(pairDataDir),
 		"--user", replUser, "on", "nopass", "+@all", "~*", "&*",
 		"--user", sentinelUser, "on", "nopass", "+@all", "~*", "&*",
 		"--masteruser", replUser, "--masterauth", sentinel.AnyPassword,
 		// A primary starts a full synchronisation at once (Redis waits 5s
 		// by default for more replicas to share it: a pair has one).
 		"--repl-diskless-sync-delay", "0")
-	args = append(append(args, extra...), d.cfg.args...)
-	return d.startContainer(ctx, d.request(name, args))
+	req := d.request(name, append(args, d.cfg.args...))
+	req.Env = pairEnv()
+	var err error
+	if req.EndpointSettingsModifier, err = d.fixedIP(); err != nil {
+		return nil, err
+	}
+	srv := &server{}
+	return d.startContainer(ctx, req, srv, func(ctx context.Context) error { return d.newGeneration(ctx, srv) })
 }
 
-// startContainer creates and starts a container from req and finds its
-// address on the network and its published port. On error it returns the
-// server if the container was created, for Close to remove.
-func (d *Backend) startContainer(ctx context.Context, req testcontainers.ContainerRequest) (*server, error) {
+// startContainer creates a container from req as srv, runs prepare (if
+// any) on it before it starts, starts it, and finds its address on the
+// network and its published port. On error it returns srv if the
+// container was created, for Close to remove.
+func (d *Backend) startContainer(ctx context.Context, req testcontainers.ContainerRequest, srv *server, prepare func(context.Context) error) (*server, error) {
 	ctr, err := d.provider.CreateContainer(ctx, req)
 	if ctr == nil {
 		return nil, fmt.Errorf("create container from %s: %w", d.cfg.image, err)
 	}
-	srv := &server{ctr: ctr}
+	srv.ctr = ctr
 	if err != nil {
 		return srv, fmt.Errorf("create container from %s: %w", d.cfg.image, err)
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return srv, err
+		}
 	}
 	if err := ctr.Start(ctx); err != nil {
 		return srv, fmt.Errorf("start container: %w", err)

@@ -23,19 +23,24 @@ import (
 // Replication is asynchronous, as Redis's is.
 //
 // FailOver and Rejoin (backend.Replicated) fail a node over on demand.
-// Kill, Restart with data and Pause act on the current primary (docker
-// kill, kill and start, docker pause; the data stays in the container);
-// Start starts whichever server is stopped, Resume resumes whichever is
-// paused. A fault that keeps the primary from Sentinel for longer than its
-// down-after makes Sentinel fail the pair over, as in production, and the
-// server that comes back is made a replica by Sentinel. Partition, latency
-// and lost replies act between the clients and the node, in the proxy,
-// not on replication (the containers stay on their network). Restart
-// without data and SetClockSkew, which create a container anew, return
-// errors wrapping backend.ErrUnsupported on a replicated node: Sentinel
-// knows each server by its address on the network, and a new container
-// may get another. Default: plain nodes, with no replica, for which
-// FailOver returns backend.ErrUnsupported.
+// Kill, Restart, Pause and SetClockSkew act on the current primary, as in
+// package process: docker kill; kill and start (the data stays in the
+// container); docker pause. Start starts whichever server is stopped,
+// Resume resumes whichever is paused. A pair's containers are never
+// created anew, and each has a fixed address on the network, where
+// Sentinel knows it (see claimSubnet): a restart without data points the
+// primary's data directory at an empty one while it is stopped, and a
+// clock skew writes libfaketime's preload and spec into the files of both
+// servers and kills and starts the primary, with its data, on it (the
+// replica takes it at its next start). A fault that keeps the primary from
+// Sentinel for longer than its down-after makes Sentinel fail the pair
+// over, as in production, and the server that comes back (each starts as a
+// primary) is made a replica by Sentinel; a primary back sooner, empty,
+// is the primary still, and its replica synchronises from it, empty too.
+// Partition, latency and lost replies act between the clients and the
+// node, in the proxy, not on replication (the containers stay on their
+// network). Default: plain nodes, with no replica, for which FailOver
+// returns backend.ErrUnsupported.
 func WithReplicas(ttl time.Duration) Option { return func(c *config) { c.replicaTTL = ttl } }
 
 // withPair runs f on node i's pair, as withNode; without replicas it
@@ -133,10 +138,8 @@ func (d *Backend) killServer(ctx context.Context, p *pair, s int) error {
 
 // startStopped starts server s of p again if it is stopped (its data kept
 // in the container), waits until it answers on its new published port,
-// and checks that it kept its address on the network, where its peer and
-// Sentinel know it. (Docker gives a container that starts again the
-// address it had, unless another container took it meanwhile: on the
-// Backend's own network, none does.) The node's mu must be held.
+// and checks that it kept its fixed address on the network, where its
+// peer and Sentinel know it. The node's mu must be held.
 func (d *Backend) startStopped(ctx context.Context, p *pair, s int) error {
 	srv := p.servers[s]
 	if srv.running {

@@ -40,7 +40,12 @@ func (d *Backend) startSentinel(ctx context.Context, pairs []*pair) (*sentinelCt
 	}
 	req := d.request("fencedlock-chaos-"+d.run+"-sentinel", []string{sentinelConf, "--sentinel", "--port", strconv.Itoa(redisPort), "--protected-mode", "no"})
 	req.Files = []testcontainers.ContainerFile{{Reader: strings.NewReader(sentinel.Config(ms, d.timing)), ContainerFilePath: sentinelConf, FileMode: 0o666}}
-	srv, err := d.startContainer(ctx, req)
+	fixed, err := d.fixedIP()
+	if err != nil {
+		return nil, fmt.Errorf("docker: sentinel: %w", err)
+	}
+	req.EndpointSettingsModifier = fixed
+	srv, err := d.startContainer(ctx, req, &server{}, nil)
 	if srv == nil {
 		return nil, fmt.Errorf("docker: sentinel: %w", err)
 	}

@@ -632,3 +632,49 @@ func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
 		t.Fatal("the hold did not end at its Until")
 	}
 }
+
+// aheadClock is a user's Clock written against the Clock interface: a Fake
+// embedded for its timers, read off ahead (a client whose clock is fast
+// by off). It overrides every Clock method that reads the time; it knows
+// nothing of NewTimerAt, which the embedded Fake brings along.
+type aheadClock struct {
+	*clock.Fake
+	off time.Duration
+}
+
+func (a aheadClock) Now() time.Time                  { return a.Fake.Now().Add(a.off) }
+func (a aheadClock) Since(t time.Time) time.Duration { return a.Now().Sub(t) }
+func (a aheadClock) NewTimer(d time.Duration) clock.Timer {
+	return a.Fake.NewTimer(d)
+}
+func (a aheadClock) Sleep(ctx context.Context, d time.Duration) error { return a.Fake.Sleep(ctx, d) }
+
+// TestSchedulerOnAClockThatEmbedsAFake: a Clock that embeds a Fake and
+// reads the time its own way is a Clock, not an AtClock of its own time,
+// yet the Fake's NewTimerAt is promoted onto it. A watched hold must end
+// when this clock passes its Until, as it did when the scheduler armed
+// timers through NewTimer.
+func TestSchedulerOnAClockThatEmbedsAFake(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	f := clock.NewFake(epoch)
+	clk := aheadClock{Fake: f, off: time.Hour}
+	c := r.client(t, redlock.WithClock(clk), redlock.WithNodeTimeout(nt))
+	ctx := t.Context()
+	ttl := 30 * nt
+	l, err := c.TryLock(ctx, "k", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	_ = l.Done() // watched: the scheduler ends the hold at Until
+	if err := f.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(l.Until().Sub(clk.Now()))
+	select {
+	case <-l.Done():
+	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
+		t.Fatalf("the clock reads %v, past Until %v, and the hold has not ended", clk.Now(), l.Until())
+	}
+}

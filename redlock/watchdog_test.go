@@ -578,19 +578,26 @@ func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
 	// A TTL, from 30 node timeouts on, whose validity (ttl less the default
 	// drift, 1% and 2ms) is a skewed wait that comes up 1ns short.
-	short := func(d time.Duration) bool {
+	// short also returns the base instant at which the timer fires.
+	short := func(d time.Duration) (bool, time.Time) {
 		base := &baseArms{Fake: clock.NewFake(epoch)}
 		c := clock.NewSkewed(base, 0, rate)
 		at := c.Now().Add(d)
 		clock.NewTimerAt(c, at)
-		base.Set(*base.last.Load())
-		return c.Now().Before(at)
+		fires := *base.last.Load()
+		base.Set(fires)
+		return c.Now().Before(at), fires
 	}
 	validity := func(ttl time.Duration) time.Duration {
 		return ttl - time.Duration(float64(ttl)*0.01) - 2*time.Millisecond
 	}
 	ttl := (30 * nt).Truncate(time.Millisecond)
-	for !short(validity(ttl)) {
+	var fires time.Time
+	for {
+		var is bool
+		if is, fires = short(validity(ttl)); is {
+			break
+		}
 		ttl += time.Millisecond
 	}
 	base := &baseArms{Fake: clock.NewFake(epoch)}
@@ -609,7 +616,7 @@ func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
 	if err := base.BlockUntilContext(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	base.Set(*base.last.Load()) // the timer for Until fires
+	base.Set(fires) // the timer for Until fires
 	if !clk.Now().Before(l.Until()) {
 		t.Fatalf("the skewed clock reads %v, Until %v: the test shows nothing", clk.Now(), l.Until())
 	}
@@ -625,7 +632,7 @@ func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
 		t.Fatal("the hold ended before its Until")
 	default:
 	}
-	base.Advance(time.Nanosecond)
+	base.Advance(time.Microsecond) // the skewed clock past Until
 	select {
 	case <-l.Done():
 	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation

@@ -94,3 +94,51 @@ func TestWithObserver(t *testing.T) {
 		})
 	}
 }
+
+// cancelOnAdmit is a decisions that also cancels a ctx when it hears an
+// admission: the caller's deadline running out just after the decision.
+type cancelOnAdmit struct {
+	decisions
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnAdmit) Admitted(resource string, token uint64) {
+	c.decisions.Admitted(resource, token)
+	c.cancel()
+}
+
+// TestWithObserverSQLAdmitReportsOnlyWhatCommitted: SQL.Admit runs its own
+// transaction, so what it reports is its outcome. When the commit fails
+// (here the caller's ctx ends between the upsert and the commit), Admit
+// returns an error and nothing was admitted: the observer must not have
+// heard an admission.
+func TestWithObserverSQLAdmitReportsOnlyWhatCommitted(t *testing.T) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "obs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	o := &cancelOnAdmit{cancel: cancel}
+	g, err := fencing.NewSQL(db, fencing.SQLite, fencing.WithObserver(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	aerr := g.Admit(ctx, "r", 5)
+	h, err := g.Highest(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aerr == nil || h != 0 {
+		t.Fatalf("Admit: %v, highest %d: the commit did not fail, the test shows nothing", aerr, h)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.got) != 0 {
+		t.Errorf("Admit failed (%v) and the highest token is %d, but the observer heard %q", aerr, h, o.got)
+	}
+}

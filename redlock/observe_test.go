@@ -3,7 +3,9 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +225,138 @@ func TestObservers(t *testing.T) {
 	}
 	if n := plain.count(isKind("acquired")) + plain.count(isKind("released")); n != 2 {
 		t.Errorf("plain part: %d Acquired and Released events, want 2", n)
+	}
+}
+
+// panicker is an Observer, with every optional interface, that panics in
+// each call; with traceOnly, only its operation traces panic.
+type panicker struct{ traceOnly bool }
+
+func (p panicker) boom() {
+	if !p.traceOnly {
+		panic("observer bug")
+	}
+}
+func (p panicker) Acquired(string, uint64, time.Duration)               { p.boom() }
+func (p panicker) Released(string, uint64)                              { p.boom() }
+func (p panicker) Extended(string, uint64)                              { p.boom() }
+func (p panicker) Lost(string, uint64)                                  { p.boom() }
+func (p panicker) NodeError(*redlock.NodeError)                         { p.boom() }
+func (p panicker) AcquireReturned(string, uint64, error, time.Duration) { p.boom() }
+func (p panicker) HoldEnded(string, uint64, time.Duration)              { p.boom() }
+func (p panicker) NodeRoundTrip(int, time.Duration)                     { p.boom() }
+func (p panicker) Node(int, time.Duration, error)                       { panic("trace bug") }
+func (p panicker) End(uint64, error)                                    { panic("trace bug") }
+func (p panicker) StartOp(context.Context, redlock.Op, string, uint64) redlock.OpTrace {
+	p.boom()
+	return p
+}
+
+// TestObserversAPanickingPartCostsTheOthersNothing: a panic in one part
+// of Observers is recovered (as any Observer's is), and the parts after it
+// still hear every event: a metrics part's bug must not end the tracing
+// part's spans, nor lose its HoldEnded ("exactly once per hold").
+func TestObserversAPanickingPartCostsTheOthersNothing(t *testing.T) {
+	r := newRig(t, 3)
+	for _, tc := range []struct {
+		name string
+		bad  panicker
+	}{
+		{"panics in every event", panicker{}},
+		{"its traces panic", panicker{traceOnly: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookLog()
+			c := r.client(t, redlock.WithObserver(redlock.Observers(tc.bad, h)),
+				redlock.WithLogger(slog.New(slog.DiscardHandler)))
+			l, err := c.TryLock(t.Context(), "k", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.calls) != 1 || h.ended[l.Token()] != 1 || len(h.traces) != 2 || len(h.trips) == 0 {
+				t.Errorf("the part after the panicking one: %d AcquireReturned, %d HoldEnded, %d traces, round trips %v; want 1, 1, 2, some",
+					len(h.calls), h.ended[l.Token()], len(h.traces), h.trips)
+			}
+			for _, tr := range h.traces {
+				tr.mu.Lock()
+				if tr.ends != 1 {
+					t.Errorf("its trace of %v ended %d times, want 1", tr.op, tr.ends)
+				}
+				tr.mu.Unlock()
+			}
+			if n := h.count(isKind("acquired")) + h.count(isKind("released")); n != 2 {
+				t.Errorf("it heard %d Acquired and Released events, want 2", n)
+			}
+		})
+	}
+}
+
+// callBack is a HoldObserver that calls back into the lock from HoldEnded:
+// do runs there, once, with the hold that ended.
+type callBack struct {
+	redlock.NopObserver
+	l        atomic.Pointer[redlock.Lock]
+	do       func(l *redlock.Lock)
+	returned chan struct{} // closed when do returned
+	once     sync.Once
+}
+
+func (cb *callBack) HoldEnded(string, uint64, time.Duration) {
+	cb.once.Do(func() {
+		cb.do(cb.l.Load())
+		close(cb.returned)
+	})
+}
+
+// TestHoldEndedMayCallBackIntoTheLock: HoldEnded runs on the lock's path;
+// a hook that calls back into the lock (releasing a hold it sees end, say)
+// must neither deadlock the call that ended the hold nor itself.
+func TestHoldEndedMayCallBackIntoTheLock(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, c *redlock.Client, l *redlock.Lock) // ends the hold
+	}{
+		{"Unlock", func(t *testing.T, _ *redlock.Client, l *redlock.Lock) { _ = l.Unlock(t.Context()) }},
+		{"Extend finds it gone", func(t *testing.T, _ *redlock.Client, l *redlock.Lock) {
+			for _, n := range r.clients {
+				if err := n.Del(t.Context(), l.Key()).Err(); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+				t.Errorf("Extend of a hold deleted from every node: %v, want ErrLockLost", err)
+			}
+		}},
+		{"Close", func(_ *testing.T, c *redlock.Client, _ *redlock.Lock) { _ = c.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cb := &callBack{returned: make(chan struct{})}
+			cb.do = func(l *redlock.Lock) { _ = l.Unlock(context.Background()) }
+			c := r.client(t, redlock.WithObserver(cb), redlock.WithNodeTimeout(nt))
+			l, err := c.TryLock(t.Context(), "k-"+tc.name, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cb.l.Store(l)
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				tc.end(t, c, l)
+			}()
+			for what, ch := range map[string]chan struct{}{"the call that ended the hold": ended, "HoldEnded's Unlock": cb.returned} {
+				select {
+				case <-ch:
+				case <-time.After(40 * nt): // a bound on a deadlock, not a synchronisation
+					t.Fatalf("%s did not return within %v: HoldEnded calling Unlock deadlocks", what, 40*nt)
+				}
+			}
+		})
 	}
 }

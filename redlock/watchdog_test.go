@@ -551,3 +551,137 @@ func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
 		t.Fatalf("k's Until %v: not extended from the clock's time %v", got, clk.Now())
 	}
 }
+
+// baseArms is a Fake that counts the timers armed on it for an instant and
+// keeps the last instant: the base of a Skewed clock, which arms there.
+type baseArms struct {
+	*clock.Fake
+	n    atomic.Int64
+	last atomic.Pointer[time.Time]
+}
+
+func (b *baseArms) NewTimerAt(t time.Time) clock.Timer {
+	b.n.Add(1)
+	b.last.Store(&t)
+	return b.Fake.NewTimerAt(t)
+}
+
+// TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning: on a Skewed clock
+// (rate 0.7) over a Fake, a watched hold's end is due at an instant whose
+// base timer fires with the skewed clock 1ns short of it. The hold is not
+// due yet, so the scheduler must wait, on a timer that is still armed,
+// for the clock to move on; it must not re-arm, again and again, a timer
+// for the base instant already reached, which fires at once.
+func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
+	const rate = 0.7
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	// A TTL, from 30 node timeouts on, whose validity (ttl less the default
+	// drift, 1% and 2ms) is a skewed wait that comes up 1ns short.
+	// short also returns the base instant at which the timer fires.
+	short := func(d time.Duration) (bool, time.Time) {
+		base := &baseArms{Fake: clock.NewFake(epoch)}
+		c := clock.NewSkewed(base, 0, rate)
+		at := c.Now().Add(d)
+		clock.NewTimerAt(c, at)
+		fires := *base.last.Load()
+		base.Set(fires)
+		return c.Now().Before(at), fires
+	}
+	validity := func(ttl time.Duration) time.Duration {
+		return ttl - time.Duration(float64(ttl)*0.01) - 2*time.Millisecond
+	}
+	ttl := (30 * nt).Truncate(time.Millisecond)
+	var fires time.Time
+	for {
+		var is bool
+		if is, fires = short(validity(ttl)); is {
+			break
+		}
+		ttl += time.Millisecond
+	}
+	base := &baseArms{Fake: clock.NewFake(epoch)}
+	clk := clock.NewSkewed(base, 0, rate)
+	c := r.client(t, redlock.WithClock(clk), redlock.WithNodeTimeout(nt))
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "k", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	if got := l.Until().Sub(clk.Now()); got != validity(ttl) {
+		t.Fatalf("validity %v, want %v: the test shows nothing", got, validity(ttl))
+	}
+	_ = l.Done() // watched: the scheduler ends the hold at Until
+	if err := base.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	base.Set(fires) // the timer for Until fires
+	if !clk.Now().Before(l.Until()) {
+		t.Fatalf("the skewed clock reads %v, Until %v: the test shows nothing", clk.Now(), l.Until())
+	}
+	arms := base.n.Load()
+	wctx, cancel := context.WithTimeout(ctx, 20*nt) // a bound on a broken scheduler, not a synchronisation
+	defer cancel()
+	if err := base.BlockUntilContext(wctx, 1); err != nil {
+		t.Fatalf("no timer stays armed with the hold not due: the scheduler armed %d timers for the base instant reached, in %v, the clock standing still",
+			base.n.Load()-arms, 20*nt)
+	}
+	select {
+	case <-l.Done():
+		t.Fatal("the hold ended before its Until")
+	default:
+	}
+	base.Advance(time.Microsecond) // the skewed clock past Until
+	select {
+	case <-l.Done():
+	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
+		t.Fatal("the hold did not end at its Until")
+	}
+}
+
+// aheadClock is a user's Clock written against the Clock interface: a Fake
+// embedded for its timers, read off ahead (a client whose clock is fast
+// by off). It overrides every Clock method that reads the time; it knows
+// nothing of NewTimerAt, which the embedded Fake brings along.
+type aheadClock struct {
+	*clock.Fake
+	off time.Duration
+}
+
+func (a aheadClock) Now() time.Time                  { return a.Fake.Now().Add(a.off) }
+func (a aheadClock) Since(t time.Time) time.Duration { return a.Now().Sub(t) }
+func (a aheadClock) NewTimer(d time.Duration) clock.Timer {
+	return a.Fake.NewTimer(d)
+}
+func (a aheadClock) Sleep(ctx context.Context, d time.Duration) error { return a.Fake.Sleep(ctx, d) }
+
+// TestSchedulerOnAClockThatEmbedsAFake: a Clock that embeds a Fake and
+// reads the time its own way is a Clock, not an AtClock of its own time,
+// yet the Fake's NewTimerAt is promoted onto it. A watched hold must end
+// when this clock passes its Until, as it did when the scheduler armed
+// timers through NewTimer.
+func TestSchedulerOnAClockThatEmbedsAFake(t *testing.T) {
+	r := newRig(t, 3)
+	nt := roomyNodeTimeout(measureRTT(t, r.clients))
+	f := clock.NewFake(epoch)
+	clk := aheadClock{Fake: f, off: time.Hour}
+	c := r.client(t, redlock.WithClock(clk), redlock.WithNodeTimeout(nt))
+	ctx := t.Context()
+	ttl := 30 * nt
+	l, err := c.TryLock(ctx, "k", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	_ = l.Done() // watched: the scheduler ends the hold at Until
+	if err := f.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(l.Until().Sub(clk.Now()))
+	select {
+	case <-l.Done():
+	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
+		t.Fatalf("the clock reads %v, past Until %v, and the hold has not ended", clk.Now(), l.Until())
+	}
+}

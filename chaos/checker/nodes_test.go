@@ -218,6 +218,52 @@ var nodeScenarios = []struct {
 		},
 		verdict: checker.VerdictOK,
 	},
+	{
+		// A machine that was not loaded: twenty clean turns, their
+		// releases half a millisecond each, and one release that took
+		// fifty allowances (its client paused in the middle of it). A
+		// grant a failed acquire left is still there five allowances on:
+		// a leftover. One slow release in a short run is not the
+		// machine's load, yet it is the run's p99 (with fewer than a
+		// hundred releases, the slowest), and the stretch it gives hides
+		// the leftover.
+		name: "leftover-past-one-slow-release",
+		run: func(s *sim) {
+			s.rounds(20)
+			h := s.acquire(0, -1)
+			r := h.Release()
+			s.step(50 * simAllowance)
+			r.OK()
+			s.clients[1].Acquire("k").Fail(errors.New("not acquired"))
+			s.step(5 * simAllowance)
+			s.clients[1].Probe("k", 2).Found("mine", simValidity, true)
+			s.rounds(1)
+		},
+		verdict: checker.VerdictViolated,
+		found:   checker.Counts{LeftoverGrant: 1},
+	},
+	{
+		// No release in the run (every hold ran out): the stretch, which
+		// docs/history-format.md says is the p99 latency of the history's
+		// releases, falls back to the acquires', waits behind holders
+		// included. One Lock that waited fifty allowances for a hold to
+		// run out then hides a grant a failed acquire left five
+		// allowances before the probe.
+		name: "leftover-past-a-long-wait-no-releases",
+		run: func(s *sim) {
+			s.acquire(0, -1)
+			wait := s.clients[2].Acquire("k")
+			s.step(50 * simAllowance)
+			s.token++
+			s.ok(wait)
+			s.step(2 * simValidity) // its hold runs out too
+			s.clients[1].Acquire("k").Fail(errors.New("not acquired"))
+			s.step(5 * simAllowance)
+			s.clients[1].Probe("k", 2).Found("mine", simValidity, true)
+		},
+		verdict: checker.VerdictViolated,
+		found:   checker.Counts{LeftoverGrant: 1},
+	},
 }
 
 // TestNodeGuarantees checks the node scenarios' golden histories

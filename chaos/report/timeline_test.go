@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fencedlock/fencedlock/chaos/checker"
+	"github.com/fencedlock/fencedlock/chaos/fault"
 	"github.com/fencedlock/fencedlock/chaos/history"
 	"github.com/fencedlock/fencedlock/chaos/internal/testenv"
 )
@@ -225,3 +226,36 @@ func count(img image.Image, c color.RGBA) int {
 }
 
 func near(v uint32, want uint8) bool { return max(v, uint32(want))-min(v, uint32(want)) <= 24 }
+
+// TestHTMLShowsAnInstantFailover: a promotion Sentinel made on its own is
+// recorded as a failover that starts and ends at the moment it was heard
+// (chaos.Run). The timeline's own shapes get a least width from the
+// page's script; the overview strip's bands do not, and an SVG rect of
+// width 0 is not rendered at all: the overview, where a reader looks for
+// faults to zoom on, shows no failover there.
+func TestHTMLShowsAnInstantFailover(t *testing.T) {
+	w := newWorkload(5)
+	for i := range 4 {
+		w.turn(i % 4)
+	}
+	at := w.clk.Now()
+	w.rec.NodeFaultAt(fault.Failover, 2, at, at, nil)
+	for i := range 4 {
+		w.turn(i % 4)
+	}
+	h := w.mem.History()
+	run := Run{Clients: 4, Duration: h.End, Backend: "process", History: h, Result: checker.Check(h, checker.CheckOptions{})}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	rects := regexp.MustCompile(`<rect class="(oband)[^"]*"[^>]* width="([^"]*)"[^>]*><title>failover on node 2`).FindAllStringSubmatch(b.String(), -1)
+	if len(rects) == 0 {
+		t.Fatal("no overview band of the failover in the page")
+	}
+	for _, r := range rects {
+		if r[2] == "0" || r[2] == "0.000" || strings.Trim(r[2], "0.") == "" {
+			t.Errorf("the failover's %s shape has width %q: not drawn", r[1], r[2])
+		}
+	}
+}

@@ -3,8 +3,10 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -399,5 +401,53 @@ func TestRunStartsStepsPlannedBeyondMaxDown(t *testing.T) {
 	}
 	if got := b.Took(); slices.Index(got, "partition 3") < slices.Index(got, "heal 0") {
 		t.Fatalf("partition 3 did not wait for the others' heals: %q", got)
+	}
+}
+
+// TestRunKeepsABeyondGroupToItsPlannedSize: a majority planned to fail
+// over at once (steps Beyond MaxDown) is what the plan puts down then, and
+// nothing else. When the step before it on another node is still being
+// undone at the group's start (a slow restart, say), Run must not start
+// the group on top of it: the plan never had more than the group's nodes
+// under a fault, and Run "keeps the plan's promises in real time". With
+// three of five nodes failing over and a fourth still faulty, no quorum
+// is left at all.
+func TestRunKeepsABeyondGroupToItsPlannedSize(t *testing.T) {
+	f := clock.NewFake(time.Unix(0, 0))
+	l := &faultLog{}
+	a := slowUndo{"a", make(chan struct{}), make(chan struct{}), l}
+	steps := []schedule.Step{{At: 0, For: time.Second, Node: 4, Fault: a}}
+	for n := range 3 {
+		g := slowUndo{fmt.Sprintf("group %d", n), make(chan struct{}), make(chan struct{}), l}
+		close(g.release)
+		steps = append(steps, schedule.Step{At: time.Second, For: time.Second, Node: n, Fault: g, Beyond: true})
+	}
+	p := schedule.Plan{Duration: time.Hour, MaxDown: 2, Steps: steps}
+	done := make(chan error, 1)
+	go func() { done <- schedule.Run(t.Context(), &backendtest.Recording{N: 5}, p, nil, schedule.WithClock(f)) }()
+	if err := f.BlockUntilContext(t.Context(), 2); err != nil { // a held, main loop waiting for the group
+		t.Fatal(err)
+	}
+	f.Advance(time.Second) // a's hold ends as the group's start comes
+	<-a.undoing
+	// Give the group every chance to start too early: a runner that
+	// starts it holds its three faults (three timers) at once; a correct
+	// one waits out this bound, then passes.
+	bctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_ = f.BlockUntilContext(bctx, 3)
+	close(a.release)
+	if err := f.BlockUntilContext(t.Context(), 3); err != nil { // the group held
+		t.Fatal(err)
+	}
+	f.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := slices.IndexFunc(l.events, func(e string) bool { return strings.HasPrefix(e, "inject group") })
+	if first < slices.Index(l.events, "undone a") {
+		t.Fatalf("the group started while node 4 was still under its fault (four of five nodes at once, the plan has three): %q", l.events)
 	}
 }

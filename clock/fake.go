@@ -12,10 +12,31 @@ import (
 //
 // A Fake is safe for concurrent use.
 type Fake struct {
-	mu      sync.Mutex // protects now, timers, waiters
-	now     time.Time
-	timers  []*fakeTimer
-	waiters []fakeWaiter
+	mu        sync.Mutex // protects now, timers, waiters, beforeArm
+	now       time.Time
+	timers    []*fakeTimer
+	waiters   []fakeWaiter
+	beforeArm func()
+}
+
+// BeforeArm sets f, called each time a timer of the Fake is about to be
+// armed (NewTimer, NewTimerAt, Reset), before it is: a test may act there,
+// between the code's reading of the clock and its arming of a timer, a
+// window it cannot otherwise pick. nil removes it.
+func (f *Fake) BeforeArm(hook func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beforeArm = hook
+}
+
+// arming calls the BeforeArm hook, if any, without holding mu.
+func (f *Fake) arming() {
+	f.mu.Lock()
+	hook := f.beforeArm
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 }
 
 type fakeWaiter struct {
@@ -40,6 +61,7 @@ func (f *Fake) Since(t time.Time) time.Duration { return f.Now().Sub(t) }
 
 // NewTimer returns a timer that fires when the fake time reaches now+d.
 func (f *Fake) NewTimer(d time.Duration) Timer {
+	f.arming()
 	t := &fakeTimer{f: f, c: make(chan time.Time, 1)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -165,6 +187,7 @@ func (t *fakeTimer) Stop() bool {
 }
 
 func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.f.arming()
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
 	was := t.disarmLocked()

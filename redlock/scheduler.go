@@ -145,9 +145,9 @@ func (s *scheduler) run() {
 		if len(due) > 0 {
 			continue // what they scheduled may be due already
 		}
-		// Armed for the instant, not for next−now: the clock may have moved
-		// since now was read (a Fake advanced by a test in between would
-		// otherwise put the timer that far past the hold's due time).
+		// On a Fake, armed for the instant, not for next−now: the clock
+		// may have moved since now was read (a test's Advance in between
+		// would otherwise put the timer that far past the hold's due time).
 		stop()
 		timer = clock.NewTimerAt(clk, next)
 		select {

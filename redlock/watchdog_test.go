@@ -473,43 +473,6 @@ func newWatchedHold(t *testing.T, n int) *watchedHold {
 	return w
 }
 
-// movingClock is a Fake that moves step forward, once, at the next arming
-// of a timer (however armed), before arming it: a test's Advance that lands
-// between the scheduler's reading of the time and its arming of the timer
-// for the next due hold.
-type movingClock struct {
-	*clock.Fake
-	step  atomic.Int64  // nanoseconds to move at the next arming; 0: none
-	moved chan struct{} // closed once it moved
-}
-
-func (m *movingClock) move() {
-	if d := m.step.Swap(0); d != 0 {
-		m.Advance(time.Duration(d))
-		close(m.moved)
-	}
-}
-
-func (m *movingClock) NewTimer(d time.Duration) clock.Timer {
-	m.move()
-	return movingTimer{m.Fake.NewTimer(d), m}
-}
-
-func (m *movingClock) NewTimerAt(t time.Time) clock.Timer {
-	m.move()
-	return movingTimer{m.Fake.NewTimerAt(t), m}
-}
-
-type movingTimer struct {
-	clock.Timer
-	m *movingClock
-}
-
-func (t movingTimer) Reset(d time.Duration) bool {
-	t.m.move()
-	return t.Timer.Reset(d)
-}
-
 // TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed: the
 // scheduler re-arms its timer whenever the head of its heap changes. When
 // the clock moves between its reading and the arming, the hold due in that
@@ -518,7 +481,7 @@ func (t movingTimer) Reset(d time.Duration) bool {
 // the Fake once saw no extension, under load, as the window widened.)
 func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
 	r := newRig(t, 3)
-	clk := &movingClock{Fake: clock.NewFake(epoch), moved: make(chan struct{})}
+	clk := clock.NewFake(epoch)
 	ev := newEventLog()
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
 	c := r.client(t, redlock.WithClock(clk), redlock.WithObserver(ev), redlock.WithNodeTimeout(nt))
@@ -534,14 +497,19 @@ func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
 	// A hold due earlier (a shorter TTL) makes the scheduler re-arm; the
 	// clock moves past k's extension, and short's validity, just before it
 	// does.
-	clk.step.Store(int64(ttl / 2))
+	moved := make(chan struct{})
+	clk.BeforeArm(func() {
+		clk.BeforeArm(nil)
+		clk.Advance(ttl / 2)
+		close(moved)
+	})
 	short, err := c.TryLock(ctx, "short", ttl/3, redlock.AutoExtend())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = short.Unlock(ctx) }()
 	select {
-	case <-clk.moved:
+	case <-moved:
 	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
 		t.Fatal("the scheduler armed no timer after the new head: the test shows nothing")
 	}
@@ -553,90 +521,62 @@ func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
 }
 
 // baseArms is a Fake that counts the timers armed on it for an instant and
-// keeps the last instant: the base of a Skewed clock, which arms there.
-type baseArms struct {
+// countingFake counts the timers armed on a Fake.
+type countingFake struct {
 	*clock.Fake
-	n    atomic.Int64
-	last atomic.Pointer[time.Time]
+	n atomic.Int64
 }
 
-func (b *baseArms) NewTimerAt(t time.Time) clock.Timer {
+func (b *countingFake) NewTimer(d time.Duration) clock.Timer {
 	b.n.Add(1)
-	b.last.Store(&t)
-	return b.Fake.NewTimerAt(t)
+	return b.Fake.NewTimer(d)
 }
 
-// TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning: on a Skewed clock
-// (rate 0.7) over a Fake, a watched hold's end is due at an instant whose
-// base timer fires with the skewed clock 1ns short of it. The hold is not
-// due yet, so the scheduler must wait, on a timer that is still armed,
-// for the clock to move on; it must not re-arm, again and again, a timer
-// for the base instant already reached, which fires at once.
-func TestSchedulerOnASlowSkewedClockWaitsWithoutSpinning(t *testing.T) {
-	const rate = 0.7
+// TestSchedulerOnASlowSkewedClockEndsAtUntil: on a Skewed clock (rate 0.7)
+// over a Fake, whose reading is rounded from its base's, a watched hold
+// ends once the skewed clock passes its Until and not before, and the
+// scheduler waits on one armed timer meanwhile: it does not re-arm for an
+// instant its clock reads a nanosecond short of, again and again (it did,
+// when a Skewed clock armed timers for the instant converted to base time).
+func TestSchedulerOnASlowSkewedClockEndsAtUntil(t *testing.T) {
 	r := newRig(t, 3)
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
-	// A TTL, from 30 node timeouts on, whose validity (ttl less the default
-	// drift, 1% and 2ms) is a skewed wait that comes up 1ns short.
-	// short also returns the base instant at which the timer fires.
-	short := func(d time.Duration) (bool, time.Time) {
-		base := &baseArms{Fake: clock.NewFake(epoch)}
-		c := clock.NewSkewed(base, 0, rate)
-		at := c.Now().Add(d)
-		clock.NewTimerAt(c, at)
-		fires := *base.last.Load()
-		base.Set(fires)
-		return c.Now().Before(at), fires
-	}
-	validity := func(ttl time.Duration) time.Duration {
-		return ttl - time.Duration(float64(ttl)*0.01) - 2*time.Millisecond
-	}
-	ttl := (30 * nt).Truncate(time.Millisecond)
-	var fires time.Time
-	for {
-		var is bool
-		if is, fires = short(validity(ttl)); is {
-			break
-		}
-		ttl += time.Millisecond
-	}
-	base := &baseArms{Fake: clock.NewFake(epoch)}
-	clk := clock.NewSkewed(base, 0, rate)
+	base := &countingFake{Fake: clock.NewFake(epoch)}
+	clk := clock.NewSkewed(base, 0, 0.7)
 	c := r.client(t, redlock.WithClock(clk), redlock.WithNodeTimeout(nt))
 	ctx := t.Context()
-	l, err := c.TryLock(ctx, "k", ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Unlock(ctx) }()
-	if got := l.Until().Sub(clk.Now()); got != validity(ttl) {
-		t.Fatalf("validity %v, want %v: the test shows nothing", got, validity(ttl))
-	}
-	_ = l.Done() // watched: the scheduler ends the hold at Until
-	if err := base.BlockUntilContext(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	base.Set(fires) // the timer for Until fires
-	if !clk.Now().Before(l.Until()) {
-		t.Fatalf("the skewed clock reads %v, Until %v: the test shows nothing", clk.Now(), l.Until())
-	}
-	arms := base.n.Load()
-	wctx, cancel := context.WithTimeout(ctx, 20*nt) // a bound on a broken scheduler, not a synchronisation
-	defer cancel()
-	if err := base.BlockUntilContext(wctx, 1); err != nil {
-		t.Fatalf("no timer stays armed with the hold not due: the scheduler armed %d timers for the base instant reached, in %v, the clock standing still",
-			base.n.Load()-arms, 20*nt)
-	}
-	select {
-	case <-l.Done():
-		t.Fatal("the hold ended before its Until")
-	default:
-	}
-	base.Advance(time.Microsecond) // the skewed clock past Until
-	select {
-	case <-l.Done():
-	case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
-		t.Fatal("the hold did not end at its Until")
+	for i := range 50 { // validities of many lengths, each a different rounding
+		ttl := 30*nt + time.Duration(i)*time.Millisecond + time.Duration(i)*time.Nanosecond*7
+		l, err := c.TryLock(ctx, fmt.Sprint("k", i), ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := l.Done()
+		if err := base.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		// Step the base to just short of Until on the skewed clock, then on.
+		for clk.Now().Add(time.Millisecond).Before(l.Until()) {
+			base.Advance(time.Millisecond / 2)
+		}
+		arms := base.n.Load()
+		select {
+		case <-done:
+			t.Fatalf("hold %d ended %v before its Until", i, l.Until().Sub(clk.Now()))
+		default:
+		}
+		for !clk.Now().After(l.Until()) {
+			base.Advance(time.Microsecond)
+		}
+		select {
+		case <-done:
+		case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
+			t.Fatalf("hold %d: the clock is past Until and the hold has not ended", i)
+		}
+		if n := base.n.Load() - arms; n > 100 {
+			t.Fatalf("hold %d: %d timers armed around its Until: the scheduler spins", i, n)
+		}
+		_ = l.Unlock(ctx)
 	}
 }
 

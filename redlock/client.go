@@ -77,6 +77,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	hooks := hooksOf(cfg.observer)
+	if m, ok := cfg.observer.(multiObserver); ok {
+		cfg.observer = m.withLogger(cfg.logger) // each part's panic logged apart
+	}
 	cfg.observer = safeObserver{o: cfg.observer, logger: cfg.logger}
 	c := &Client{
 		cfg:    cfg,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,71 +290,6 @@ func TestObserversAPanickingPartCostsTheOthersNothing(t *testing.T) {
 			}
 			if n := h.count(isKind("acquired")) + h.count(isKind("released")); n != 2 {
 				t.Errorf("it heard %d Acquired and Released events, want 2", n)
-			}
-		})
-	}
-}
-
-// callBack is a HoldObserver that calls back into the lock from HoldEnded:
-// do runs there, once, with the hold that ended.
-type callBack struct {
-	redlock.NopObserver
-	l        atomic.Pointer[redlock.Lock]
-	do       func(l *redlock.Lock)
-	returned chan struct{} // closed when do returned
-	once     sync.Once
-}
-
-func (cb *callBack) HoldEnded(string, uint64, time.Duration) {
-	cb.once.Do(func() {
-		cb.do(cb.l.Load())
-		close(cb.returned)
-	})
-}
-
-// TestHoldEndedMayCallBackIntoTheLock: HoldEnded runs on the lock's path;
-// a hook that calls back into the lock (releasing a hold it sees end, say)
-// must neither deadlock the call that ended the hold nor itself.
-func TestHoldEndedMayCallBackIntoTheLock(t *testing.T) {
-	r := newRig(t, 3)
-	nt := roomyNodeTimeout(measureRTT(t, r.clients))
-	for _, tc := range []struct {
-		name string
-		end  func(t *testing.T, c *redlock.Client, l *redlock.Lock) // ends the hold
-	}{
-		{"Unlock", func(t *testing.T, _ *redlock.Client, l *redlock.Lock) { _ = l.Unlock(t.Context()) }},
-		{"Extend finds it gone", func(t *testing.T, _ *redlock.Client, l *redlock.Lock) {
-			for _, n := range r.clients {
-				if err := n.Del(t.Context(), l.Key()).Err(); err != nil {
-					t.Error(err)
-				}
-			}
-			if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, redlock.ErrLockLost) {
-				t.Errorf("Extend of a hold deleted from every node: %v, want ErrLockLost", err)
-			}
-		}},
-		{"Close", func(_ *testing.T, c *redlock.Client, _ *redlock.Lock) { _ = c.Close() }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cb := &callBack{returned: make(chan struct{})}
-			cb.do = func(l *redlock.Lock) { _ = l.Unlock(context.Background()) }
-			c := r.client(t, redlock.WithObserver(cb), redlock.WithNodeTimeout(nt))
-			l, err := c.TryLock(t.Context(), "k-"+tc.name, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cb.l.Store(l)
-			ended := make(chan struct{})
-			go func() {
-				defer close(ended)
-				tc.end(t, c, l)
-			}()
-			for what, ch := range map[string]chan struct{}{"the call that ended the hold": ended, "HoldEnded's Unlock": cb.returned} {
-				select {
-				case <-ch:
-				case <-time.After(40 * nt): // a bound on a deadlock, not a synchronisation
-					t.Fatalf("%s did not return within %v: HoldEnded calling Unlock deadlocks", what, 40*nt)
-				}
 			}
 		})
 	}

@@ -8,7 +8,10 @@ import (
 )
 
 // Observer receives lock events, for metrics. Calls are synchronous on the
-// lock's path: keep them fast. An Observer must be safe for concurrent use.
+// lock's path: keep them fast, and do not call the lock's methods from them
+// (an Unlock, an Extend or a TryLock): they may run while the hold's own
+// calls are in progress, which those would wait for — start a goroutine for
+// such work. An Observer must be safe for concurrent use.
 // A panic in one is recovered and logged (at Error): it does not reach the
 // lock's caller, nor leave the lock's bookkeeping half done.
 // Embed [NopObserver] to implement only some of the methods. An Observer

@@ -123,14 +123,15 @@ func (g *SQL) Admit(ctx context.Context, resource string, token uint64) error {
 	if err != nil {
 		return fmt.Errorf("fencing: sql: begin: %w", err)
 	}
-	if err := g.AdmitTx(ctx, tx, resource, token); err != nil {
+	// Admit owns its commit: the observer hears the outcome once it is
+	// committed (or refused), not at the upsert as AdmitTx's does.
+	err = g.upsertTx(ctx, tx, resource, token)
+	if err != nil {
 		_ = tx.Rollback()
-		return err
+	} else if cerr := tx.Commit(); cerr != nil {
+		return fmt.Errorf("fencing: sql: commit: %w", cerr)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("fencing: sql: commit: %w", err)
-	}
-	return nil
+	return observe(g.obs, resource, token, err)
 }
 
 // AdmitTx records token for resource in tx if it is not stale. The caller

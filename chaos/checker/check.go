@@ -372,7 +372,7 @@ func Check(h history.History, opts CheckOptions) Result {
 	// releases were: the allowance stretches by their p99 latency.
 	leftoverAllowance := opts.ReleaseAllowance
 	if leftoverAllowance > 0 {
-		leftoverAllowance += stallAt.trip
+		leftoverAllowance += releaseP99(h)
 	}
 	vs = append(vs, nodeGuarantees(h, leftoverAllowance)...)
 	b := newBlamer(h, spans, all, opts.Aftermath, h.ClockError)

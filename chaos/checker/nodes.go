@@ -325,3 +325,22 @@ func cmpDur(a, b time.Duration) int {
 	}
 	return 0
 }
+
+// releaseP99 is the 99th percentile of the latency of h's releases that
+// settled (OK or lock lost), 0 without any: the value a hundredth of them
+// exceed, so that the slowest one (a client paused in its Unlock) never
+// sets it alone. Acquires are no stand-in: their latency counts waits
+// behind holders.
+func releaseP99(h history.History) time.Duration {
+	var rel []time.Duration
+	for _, op := range h.Ops {
+		if op.Kind == history.KindRelease && (op.Outcome == history.OK || op.Outcome == history.LockLost) {
+			rel = append(rel, op.Complete-op.Invoke)
+		}
+	}
+	if len(rel) < 2 {
+		return 0
+	}
+	slices.Sort(rel)
+	return rel[(len(rel)-1)*99/100]
+}

@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		// primary from Sentinel past its down-after) lost what the
 		// replica lacked: it is recorded as the failover it was.
 		p.OnPromotion(func(node int, at time.Time) { faults.record(fault.Failover, node, at, at, nil) })
-		defer p.OnPromotion(nil)
+		defer p.OnPromotion(nil) // on an early return; the history is read after the one below
 	}
 	heals := newHealLoss(runCtx, cfg, plan, rec)
 	for _, c := range clients {
@@ -161,6 +161,9 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { stopOnViolation(runCtx, cancel, mem, opts, 10*cfg.TTL) })
 	}
 	wg.Wait()
+	if p, ok := b.(backend.Promotions); ok {
+		p.OnPromotion(nil) // the run is over: what the history holds is what it had
+	}
 	heals.record()
 	elapsed := time.Since(start)
 	// The caller's ctx ended before the run's duration (SIGINT, SIGTERM):

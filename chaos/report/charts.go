@@ -10,14 +10,17 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/history"
 )
 
-// addOverview draws the whole run: a band per fault, a mark per violation.
-func (t *timeline) addOverview(faults []checker.FaultSpan, vs []checker.Violation) {
+// addOverview draws the whole run, end long: a band per fault, a mark per
+// violation. A band is at least minPx of a window fitW wide: a fault at one
+// instant (a promotion Sentinel made on its own) has no width of its own.
+func (t *timeline) addOverview(faults []checker.FaultSpan, vs []checker.Violation, end time.Duration) {
+	least := ms(time.Duration(float64(end) * minPx / fitW))
 	for _, f := range faults {
 		class := "oband " + faultClass(f.Kind)
 		if f.Err != "" {
 			class += " failed"
 		}
-		t.OverBands = append(t.OverBands, shape{X: ms(f.Start), W: ms(f.End - f.Start), Class: class,
+		t.OverBands = append(t.OverBands, shape{X: ms(f.Start), W: max(ms(f.End-f.Start), least), Class: class,
 			Title: fmt.Sprintf("%s on %s, %s to %s", f.Kind, f.Target(), at(f.Start), at(f.End))})
 	}
 	for _, v := range vs {

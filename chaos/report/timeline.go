@@ -48,6 +48,7 @@ const (
 	// a bucket is at least barPx of it.
 	fitW  = 1200.0
 	barPx = 8.0
+	minPx = 2.0 // the narrowest fault band of the overview, as the timeline draws them
 )
 
 // shape is a rectangle (or, for marks, a circle at X, Y) of the timeline,
@@ -198,7 +199,7 @@ func layout(run Run) timeline {
 	}
 	t.Holds, t.Overruns = holdShapes(fr, h, res.Spans, bad, keys)
 	t.addCharts(h, end, chartsTop)
-	t.addOverview(faults, res.Violations)
+	t.addOverview(faults, res.Violations, end)
 	return t
 }
 

@@ -20,7 +20,9 @@ type Step struct {
 	Fault backend.Fault
 	// Beyond marks a step of a fault planned on more nodes at once than
 	// MaxDown allows (a majority failing over together): Run starts it
-	// when its node is free, whatever else is down.
+	// when its node is free and no node outside such a group is under a
+	// fault (one still being undone, say), so the group is all that is
+	// down, as planned.
 	Beyond bool
 }
 

@@ -62,7 +62,7 @@ func Run(ctx context.Context, b backend.Backend, p Plan, record func(FaultEvent)
 	for _, o := range opts {
 		o(&rc)
 	}
-	r := &runner{b: b, rc: rc, record: record, maxDown: p.MaxDown, busy: map[int]bool{}, freed: make(chan struct{})}
+	r := &runner{b: b, rc: rc, record: record, maxDown: p.MaxDown, busy: map[int]bool{}, beyond: map[int]bool{}, freed: make(chan struct{})}
 	origin := rc.clock.Now()
 	var wg sync.WaitGroup
 	var ctxErr error
@@ -88,10 +88,12 @@ type runner struct {
 	record  func(FaultEvent)
 	maxDown int
 
-	mu    sync.Mutex // protects errs, busy, freed; serialises record
-	errs  []error
-	busy  map[int]bool  // nodes under a fault -> whether it counts toward maxDown
-	freed chan struct{} // closed and replaced when a node is freed
+	mu   sync.Mutex // protects errs, busy, freed; serialises record
+	errs []error
+	busy map[int]bool // nodes under a fault -> whether it counts toward maxDown
+	// beyond marks the busy nodes of steps planned beyond maxDown.
+	beyond map[int]bool
+	freed  chan struct{} // closed and replaced when a node is freed
 }
 
 func (r *runner) step(ctx context.Context, s Step) {
@@ -123,13 +125,26 @@ func (r *runner) step(ctx context.Context, s Step) {
 }
 
 // claim waits until node is free and, if down, until fewer than maxDown
-// nodes are under a fault that counts (unless the step is planned beyond
-// it), and marks node busy.
+// nodes are under a fault that counts — or, for a step planned beyond
+// MaxDown (its group is the fault the plan has then), until no node outside
+// such a group is — and marks node busy.
 func (r *runner) claim(ctx context.Context, node int, down, beyond bool) error {
 	for {
 		r.mu.Lock()
 		_, busy := r.busy[node]
-		if !busy && (!down || beyond || r.maxDown <= 0 || r.downLocked() < r.maxDown) {
+		var room bool
+		switch {
+		case !down || r.maxDown <= 0:
+			room = true
+		case beyond:
+			room = r.downLocked() == r.beyondLocked()
+		default:
+			room = r.downLocked() < r.maxDown
+		}
+		if !busy && room {
+			if beyond {
+				r.beyond[node] = true
+			}
 			r.busy[node] = down
 			r.mu.Unlock()
 			return nil
@@ -142,6 +157,17 @@ func (r *runner) claim(ctx context.Context, node int, down, beyond bool) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// beyondLocked counts the busy nodes of steps planned beyond MaxDown.
+func (r *runner) beyondLocked() int {
+	n := 0
+	for node := range r.beyond {
+		if r.busy[node] {
+			n++
+		}
+	}
+	return n
 }
 
 // downLocked counts the busy nodes that count toward maxDown.
@@ -166,6 +192,7 @@ func (r *runner) free(node int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.busy, node)
+	delete(r.beyond, node)
 	close(r.freed)
 	r.freed = make(chan struct{})
 }

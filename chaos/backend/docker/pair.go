@@ -193,7 +193,8 @@ func (p *pair) primaryIndex() int {
 // follow makes the server at addr (on the network) the primary and moves
 // the relay to its published port. An address of neither is ignored.
 func (p *pair) follow(addr string) {
-	moved := false
+	var changed chan struct{} // the one the move closes, once it is reported
+	var report func()
 	p.mu.Lock()
 	for s, srv := range p.servers {
 		if srv.addr() != addr || s == p.primary {
@@ -201,13 +202,20 @@ func (p *pair) follow(addr string) {
 		}
 		p.primary = s
 		p.relay.Retarget(srv.published)
-		close(p.changed)
+		changed = p.changed
 		p.changed = make(chan struct{})
-		moved = true
+		if p.promotions != nil {
+			// Decided under p.mu, which a failover waiting for this move
+			// reads it under: it is still asking.
+			report = p.promotions.Moved(p.node)
+		}
 	}
 	p.mu.Unlock()
-	if moved && p.promotions != nil {
-		p.promotions.Promoted(p.node)
+	if report != nil {
+		report()
+	}
+	if changed != nil {
+		close(changed)
 	}
 }
 

@@ -114,7 +114,8 @@ func (p *pair) primaryIndex() int {
 // follow makes the server whose replication address is addr the primary
 // and moves the relay to it. An address of neither server is ignored.
 func (p *pair) follow(addr string) {
-	moved := false
+	var changed chan struct{} // the one the move closes, once it is reported
+	var report func()
 	p.mu.Lock()
 	for s, r := range p.repl {
 		if r.Addr() != addr || s == p.primary {
@@ -122,13 +123,20 @@ func (p *pair) follow(addr string) {
 		}
 		p.primary = s
 		p.relay.Retarget(p.procs[s].Addr())
-		close(p.changed)
+		changed = p.changed
 		p.changed = make(chan struct{})
-		moved = true
+		if p.promotions != nil {
+			// Decided under p.mu, which a failover waiting for this move
+			// reads it under: it is still asking.
+			report = p.promotions.Moved(p.node)
+		}
 	}
 	p.mu.Unlock()
-	if moved && p.promotions != nil {
-		p.promotions.Promoted(p.node)
+	if report != nil {
+		report()
+	}
+	if changed != nil {
+		close(changed)
 	}
 }
 

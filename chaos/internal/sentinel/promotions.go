@@ -18,7 +18,7 @@ type Promotions struct {
 }
 
 // Listen sets f, called with the node and the time of each promotion no
-// failover asked for. f must not block.
+// failover asked for. f must not block, nor call p's methods.
 func (p *Promotions) Listen(f func(node int, at time.Time)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -44,12 +44,32 @@ func (p *Promotions) Asking(node int) (done func()) {
 }
 
 // Promoted tells of a promotion on node: reported unless a failover of
-// node is in progress.
+// node is in progress. The listener is called under the lock, so that once
+// Listen returns no report of the listener it replaced is still on its way.
 func (p *Promotions) Promoted(node int) {
+	if report := p.Moved(node); report != nil {
+		report()
+	}
+}
+
+// Moved decides whether a promotion on node is to be reported — it is,
+// unless a failover of node is in progress — and returns the report, to
+// be called once the caller lets go of its own locks (nil: none). A
+// caller that holds, while it decides, the lock its failover reads the
+// move under keeps that failover asking until the decision is made.
+func (p *Promotions) Moved(node int) (report func()) {
 	p.mu.Lock()
-	f, asked := p.listen, p.asking[node] > 0
+	asked := p.asking[node] > 0
 	p.mu.Unlock()
-	if f != nil && !asked {
-		f(node, time.Now())
+	if asked {
+		return nil
+	}
+	at := time.Now()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.listen != nil {
+			p.listen(node, at)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func Compare(ctx context.Context, cfg Config, locks []string, each func(report.R
 		if err != nil {
 			return nil, err
 		}
-		if spec.replicas && cfg.Backend != "docker" {
+		if spec.replicas {
 			cfg.Replicas = true
 		}
 	}

@@ -196,7 +196,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--history: lock %s gives no fencing token, and a history carries the lock's", *lock)
 	}
 	if *lock == "all" {
-		cfg.Replicas = cfg.Replicas || cfg.Backend == "process"
+		cfg.Replicas = true // fencedlock-acks and sentinel need them, and the runs differ in the lock alone
 	} else {
 		cfg.Lock = *lock
 	}

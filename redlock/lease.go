@@ -39,7 +39,8 @@ func (l *Lock) Lease(parent context.Context, margin time.Duration) (context.Cont
 	l.Done()
 	l.mu.Lock()
 	left := l.until.Sub(l.a.c.cfg.clock.Now()) - margin // TTL, under the same lock as ended
-	if l.ended { // cancelled before the deadline, whose cause would hide this one
+	if l.ended {
+		// Cancelled before the deadline is set, whose cause would hide this one.
 		lost := l.lost
 		l.mu.Unlock()
 		cancelCause(endCause(lost))

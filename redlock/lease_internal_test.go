@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -76,6 +77,19 @@ func TestLeasesAreForgotten(t *testing.T) {
 			defer cancel()
 		}
 		forgottenBy(t, 0)
+	})
+	t.Run("no goroutine while open", func(t *testing.T) {
+		const many = 1000
+		before := runtime.NumGoroutine()
+		for range many {
+			_, cancel := l.Lease(t.Context(), 0)
+			defer cancel()
+		}
+		// The Client's own goroutines come and go meanwhile; one per
+		// lease would be a thousand more.
+		if grew := runtime.NumGoroutine() - before; grew >= many/2 {
+			t.Fatalf("%d more goroutines with %d leases open", grew, many)
+		}
 	})
 	t.Run("hold ended", func(t *testing.T) {
 		var leases []context.Context

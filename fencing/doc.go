@@ -38,6 +38,9 @@
 //     nothing was written, and older tokens are refused from then on. A retried
 //     request with the same token is admitted again and runs the handler again.
 //
+// Package fencing/fencinggrpc does for gRPC what [Middleware] does for HTTP,
+// in a package of its own so that only its users link gRPC.
+//
 // # Observing decisions
 //
 // [WithObserver] gives any guard, or the Middleware, a [GuardObserver] that

@@ -137,7 +137,8 @@ func (c *Client) lock(ctx context.Context, key string, ttl time.Duration, lc loc
 // moment the lock is lost (see [AutoExtend] for when the watchdog gives a
 // hold up) — fn must stop writing then — and Do returns fn's
 // error joined with [ErrLockLost] in that case. Use l.Token() to fence fn's
-// writes. If fn panics, Do stops the watchdog and unlocks, and the panic
+// writes; [LockFromContext] finds l in fn's ctx, and [Lock.Lease] gives a
+// call made under it a deadline. If fn panics, Do stops the watchdog and unlocks, and the panic
 // goes on with its own value. fn may call l.Unlock itself, to release early:
 // that is no loss, and Do returns fn's error alone — unless that Unlock
 // found the hold already gone ([ErrLockLost]), a loss like any other.
@@ -152,7 +153,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancel(ctx)
+	fctx, cancel := context.WithCancel(context.WithValue(ctx, lockKey{}, l))
 	defer cancel()
 	stop := make(chan struct{})
 	watched := make(chan bool, 1) // whether the lock was lost while fn ran

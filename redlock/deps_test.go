@@ -21,7 +21,8 @@ var forbiddenDeps = []string{
 
 // TestDepsStayLean: `go list -deps ./redlock ./fencing` lists none of
 // forbiddenDeps, while the metrics package does list Prometheus (the check
-// sees what it looks for), as does the tracing package OpenTelemetry.
+// sees what it looks for), as does the tracing package OpenTelemetry, and
+// the gRPC interceptors' package gRPC.
 func TestDepsStayLean(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -34,6 +35,7 @@ func TestDepsStayLean(t *testing.T) {
 		{[]string{"./redlock", "./fencing"}, ""},
 		{[]string{"./redlock/redlockprom"}, "github.com/prometheus/"},
 		{[]string{"./redlock/redlockotel"}, "go.opentelemetry.io/"},
+		{[]string{"./fencing/fencinggrpc"}, "google.golang.org/grpc"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.pkgs, ","), func(t *testing.T) {

@@ -20,7 +20,8 @@
 //
 // Start with [New], then [Client.TryLock] (one attempt), [Client.Lock]
 // (waits) or [Client.Do] (runs a function under the lock, extended
-// automatically). Failures are [ErrNotAcquired], [ErrLockLost] and
+// automatically); [Lock.Lease] gives each call made under a hold a
+// deadline that ends before the hold's validity. Failures are [ErrNotAcquired], [ErrLockLost] and
 // [ErrInvalidArgument], with [*NodeError] for what a node said.
 //
 // Waiters are served in the order they began to wait, across processes:

@@ -46,4 +46,25 @@ func nightlyBilling(ctx context.Context, locks *redlock.Client, billing interfac
 	return err
 }
 
-var _, _ = lockAndWatch, nightlyBilling
+// export writes batches, each call under a lease of the hold.
+func export(ctx context.Context, locks *redlock.Client, batches []string, store interface {
+	Write(ctx context.Context, token uint64, batch string) error
+}) error {
+	// doc block: docs/using.md
+	err := locks.Do(ctx, "export", 30*time.Second, func(ctx context.Context, l *redlock.Lock) error {
+		for _, batch := range batches {
+			// The validity left now, less 2s for the last write to land; a new lease per call.
+			call, cancel := l.Lease(ctx, 2*time.Second)
+			err := store.Write(call, l.Token(), batch)
+			cancel()
+			if err != nil {
+				return err // context.Cause(call) is ErrLockLost if the hold ended under it
+			}
+		}
+		return nil
+	})
+	// end doc block
+	return err
+}
+
+var _, _, _ = lockAndWatch, nightlyBilling, export

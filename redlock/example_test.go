@@ -133,3 +133,38 @@ func ExampleLock_Done() {
 	// holding
 	// done after unlock
 }
+
+func ExampleLock_Lease() {
+	// Your independent Redis servers (here: those the tests started).
+	var nodes []redis.UniversalClient
+	for _, addr := range redisAddrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
+	locks, _ := redlock.New(nodes)
+	defer locks.Close()
+	ctx := context.Background()
+
+	err := locks.Do(ctx, "export", 30*time.Second, func(ctx context.Context, l *redlock.Lock) error {
+		// One lease per call: its deadline is the validity left now less a
+		// margin for the callee's last write; a later extension does not move it.
+		call, cancel := l.Lease(ctx, 2*time.Second)
+		defer cancel()
+		deadline, _ := call.Deadline()
+		fmt.Println("the call must end before the hold:", time.Until(deadline) < l.TTL())
+		// A callee far down finds the hold in the ctx.
+		held, _ := redlock.LockFromContext(call)
+		fmt.Println("same token:", held.Token() == l.Token())
+
+		_ = l.Unlock(ctx) // the hold ends: so does every lease of it
+		fmt.Println("lease ended:", context.Cause(call))
+		return nil
+	})
+	fmt.Println("Do:", err)
+	// Output:
+	// the call must end before the hold: true
+	// same token: true
+	// lease ended: context canceled
+	// Do: <nil>
+}

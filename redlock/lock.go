@@ -32,6 +32,8 @@ type Lock struct {
 	extending bool      // the watchdog's extension is on its way
 	extendAt  time.Time // the watchdog's next extension; zero: none (see retryAtLocked)
 	done      chan struct{}
+	leases    map[uint64]context.CancelCauseFunc // the Leases still open, cancelled when the hold ends
+	leaseSeq  uint64                             // the id of the last Lease
 
 	sched schedEntry // the hold's place in its Client's scheduler
 
@@ -135,7 +137,9 @@ func (l *Lock) end(lost bool) {
 	l.ended, l.lost = true, lost
 	close(l.done)
 	l.a.c.sched.remove(l)
+	leases := l.endLeasesLocked()
 	l.mu.Unlock()
+	cancelLeases(leases, lost)
 	c := l.a.c
 	if lost {
 		c.cfg.observer.Lost(l.a.key(), l.token)

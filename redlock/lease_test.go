@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -214,5 +216,82 @@ func TestLeaseFromDo(t *testing.T) {
 	}
 	if _, ok := redlock.LockFromContext(t.Context()); ok {
 		t.Fatal("a hold found in a ctx no Do made")
+	}
+}
+
+// TestLeaseHugeMargin: a margin near the int64 limit against a validity
+// already run out (on the Client's clock) must not wrap around into a
+// deadline centuries away: the lease is done at once and its deadline is
+// not after the call. Both before the scheduler noticed the end (nobody
+// watched the hold until Lease asked) and after it.
+func TestLeaseHugeMargin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ended bool
+	}{{"validity ran out, not yet ended", false}, {"hold ended", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 3)
+			fake := clock.NewFake(epoch)
+			c := r.client(t, redlock.WithClock(fake))
+			const ttl = 10 * time.Second
+			l, err := c.TryLock(t.Context(), "lease-huge-margin", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Unlock(context.WithoutCancel(t.Context())) })
+			if tc.ended {
+				if err := l.Unlock(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fake.Advance(2 * ttl) // Until is a validity in the past
+			ctx, cancel := l.Lease(t.Context(), math.MaxInt64)
+			defer cancel()
+			after := time.Now()
+			if ctx.Err() == nil {
+				t.Error("lease with a margin past the validity is not done")
+			}
+			if d, ok := ctx.Deadline(); !ok || d.After(after) {
+				t.Errorf("deadline %v (in %v), want not after the call", d, time.Until(d))
+			}
+		})
+	}
+}
+
+// TestLeaseFromDoLostCause: every lease derived from Do's fn ctx has the
+// cause ErrLockLost when the hold is lost, not the Canceled of fn's ctx,
+// which Do's watcher cancels as soon as Done closes — possibly before
+// the hold's end has cancelled the leases with their own cause.
+func TestLeaseFromDoLostCause(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t)
+	const n = 5000 // leases: the end cancels them one by one, a window for the watcher
+	var causes map[string]int
+	err := c.Do(t.Context(), "lease-do-cause", time.Minute, func(ctx context.Context, l *redlock.Lock) error {
+		leases := make([]context.Context, 0, n)
+		for range n {
+			lease, cancel := l.Lease(ctx, time.Second)
+			defer cancel()
+			leases = append(leases, lease)
+		}
+		for _, rc := range r.clients {
+			if err := rc.Set(ctx, "lease-do-cause", "someone-else", time.Minute).Err(); err != nil {
+				return err
+			}
+		}
+		if err := l.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+			return err
+		}
+		causes = map[string]int{}
+		for _, lease := range leases {
+			causes[fmt.Sprint(context.Cause(lease))]++
+		}
+		return nil
+	})
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do: %v, want ErrLockLost", err)
+	}
+	if causes[redlock.ErrLockLost.Error()] != n {
+		t.Fatalf("lease causes %v, want all %d %v", causes, n, redlock.ErrLockLost)
 	}
 }

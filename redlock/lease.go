@@ -38,7 +38,7 @@ func (l *Lock) Lease(parent context.Context, margin time.Duration) (context.Cont
 	// Client's clock, even if nobody else watches it.
 	l.Done()
 	l.mu.Lock()
-	left := l.until.Sub(l.a.c.cfg.clock.Now()) - margin // TTL, under the same lock as ended
+	left := addSat(l.until.Sub(l.a.c.cfg.clock.Now()), -margin) // TTL, under the same lock as ended; margin ≥ 0
 	if l.ended {
 		// Cancelled before the deadline is set, whose cause would hide this one.
 		lost := l.lost

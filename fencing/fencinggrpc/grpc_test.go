@@ -125,6 +125,12 @@ func TestUnary(t *testing.T) {
 		{"zero", "orders", 0, []string{"0"}, codes.InvalidArgument},
 		{"negative", "orders", 0, []string{"-7"}, codes.InvalidArgument},
 		{"repeated", "orders", 0, []string{"7", "8"}, codes.InvalidArgument},
+		{"plus sign", "orders", 0, []string{"+8"}, codes.InvalidArgument},
+		{"leading space", "orders", 0, []string{" 8"}, codes.InvalidArgument},
+		{"hex", "orders", 0, []string{"0x8"}, codes.InvalidArgument},
+		{"underscore", "orders", 0, []string{"1_0"}, codes.InvalidArgument},
+		{"past uint64", "orders", 0, []string{"18446744073709551616"}, codes.InvalidArgument},
+		{"stale, leading zeros", "orders", 0, []string{"06"}, codes.Aborted},
 		{"unfenced without a token", "", 0, nil, codes.OK},
 		{"stale after the rest", "orders", 6, nil, codes.Aborted},
 	} {

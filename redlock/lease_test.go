@@ -295,3 +295,30 @@ func TestLeaseFromDoLostCause(t *testing.T) {
 		t.Fatalf("lease causes %v, want all %d %v", causes, n, redlock.ErrLockLost)
 	}
 }
+
+// TestLeaseUnlockFoundItGone: when Unlock finds the hold already gone (it
+// returns ErrLockLost), the leases open then and those taken after must
+// agree on how the hold ended: one hold, one cause.
+func TestLeaseUnlockFoundItGone(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t)
+	l, err := c.TryLock(t.Context(), "lease-unlock-gone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, cancelBefore := l.Lease(t.Context(), 0)
+	defer cancelBefore()
+	for _, rc := range r.clients { // another holder, as after an expiry
+		if err := rc.Set(t.Context(), l.Key(), "someone-else", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Unlock(t.Context()); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Unlock: %v, want ErrLockLost", err)
+	}
+	after, cancelAfter := l.Lease(t.Context(), 0)
+	defer cancelAfter()
+	if b, a := context.Cause(before), context.Cause(after); b != a {
+		t.Fatalf("a lease open at Unlock ended with %v, one taken after with %v", b, a)
+	}
+}

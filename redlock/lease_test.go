@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,5 +322,104 @@ func TestLeaseUnlockFoundItGone(t *testing.T) {
 	defer cancelAfter()
 	if b, a := context.Cause(before), context.Cause(after); b != a {
 		t.Fatalf("a lease open at Unlock ended with %v, one taken after with %v", b, a)
+	}
+}
+
+// leaseObserver calls Lease on the hold in hold from its Lost hook.
+type leaseObserver struct {
+	redlock.NopObserver
+	hold atomic.Pointer[redlock.Lock]
+	lost atomic.Pointer[context.Context]
+}
+
+func (o *leaseObserver) Lost(string, uint64) {
+	if l := o.hold.Load(); l != nil {
+		ctx, cancel := l.Lease(context.Background(), 0)
+		cancel()
+		o.lost.Store(&ctx)
+	}
+}
+
+// TestLeaseNoDeadlock: the ways of calling into a lease from where the
+// hold's own machinery runs return, each bounded by a generous multiple
+// of the rig's round trip.
+func TestLeaseNoDeadlock(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, r *rig, o *leaseObserver, l *redlock.Lock)
+	}{
+		{"CancelFunc twice", func(t *testing.T, _ *rig, _ *leaseObserver, l *redlock.Lock) {
+			_, cancel := l.Lease(t.Context(), 0)
+			cancel()
+			cancel()
+		}},
+		{"cancel from AfterFunc at Unlock", func(t *testing.T, _ *rig, _ *leaseObserver, l *redlock.Lock) {
+			ctx, cancel := l.Lease(t.Context(), 0)
+			ran := make(chan struct{})
+			context.AfterFunc(ctx, func() { cancel(); close(ran) })
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Error(err)
+			}
+			<-ran
+		}},
+		{"Lease from the Lost hook", func(t *testing.T, r *rig, o *leaseObserver, l *redlock.Lock) {
+			o.hold.Store(l)
+			for _, rc := range r.clients {
+				if err := rc.Set(t.Context(), l.Key(), "someone-else", time.Minute).Err(); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+				t.Errorf("Extend: %v, want ErrLockLost", err)
+			}
+			if p := o.lost.Load(); p == nil || !errors.Is(context.Cause(*p), redlock.ErrLockLost) {
+				t.Error("the Lost hook's lease is missing or not ErrLockLost")
+			}
+		}},
+		{"Lease racing Unlock", func(t *testing.T, _ *rig, _ *leaseObserver, l *redlock.Lock) {
+			const n = 8
+			var wg sync.WaitGroup
+			leases := make(chan context.Context, n*200)
+			for range n {
+				wg.Go(func() {
+					for range 200 {
+						ctx, cancel := l.Lease(t.Context(), 0)
+						defer cancel()
+						leases <- ctx
+					}
+				})
+			}
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Error(err)
+			}
+			wg.Wait()
+			close(leases)
+			for ctx := range leases {
+				if ctx.Err() == nil {
+					t.Error("a lease outlived the hold")
+					return
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 3)
+			o := &leaseObserver{}
+			c := r.client(t, redlock.WithObserver(o))
+			l, err := c.TryLock(t.Context(), "lease-deadlock", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Unlock(context.WithoutCancel(t.Context())) })
+			done := make(chan struct{})
+			go func() { defer close(done); tc.run(t, r, o, l) }()
+			bound := time.NewTimer(max(5*time.Second, 1000*r.rtt))
+			defer bound.Stop()
+			select {
+			case <-done:
+			case <-bound.C:
+				t.Fatal("deadlocked")
+			}
+		})
 	}
 }

@@ -423,3 +423,22 @@ func TestLeaseNoDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseEndsWithClose: Close ends every hold, and so their leases,
+// with ErrLockLost, before it returns.
+func TestLeaseEndsWithClose(t *testing.T) {
+	r := newRig(t, 3)
+	c := r.client(t)
+	l, err := c.TryLock(t.Context(), "lease-close", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := l.Lease(t.Context(), 0)
+	defer cancel()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) {
+		t.Fatalf("cause after Close: %v, want ErrLockLost", context.Cause(ctx))
+	}
+}

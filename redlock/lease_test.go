@@ -442,3 +442,31 @@ func TestLeaseEndsWithClose(t *testing.T) {
 		t.Fatalf("cause after Close: %v, want ErrLockLost", context.Cause(ctx))
 	}
 }
+
+// TestLeaseSkewedClock: a Client's clock set an hour off the wall clock
+// does not move a lease's deadline by that hour: the validity left is a
+// span on the Client's clock, added to the wall clock's now.
+func TestLeaseSkewedClock(t *testing.T) {
+	for _, offset := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(offset.String(), func(t *testing.T) {
+			r := newRig(t, 3)
+			c := r.client(t, redlock.WithClock(clock.NewSkewed(clock.Real(), offset, 1)))
+			const ttl = time.Minute
+			l, err := c.TryLock(t.Context(), "lease-skewed", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Unlock(context.WithoutCancel(t.Context())) })
+			before := time.Now()
+			ctx, cancel := l.Lease(t.Context(), 0)
+			defer cancel()
+			d, ok := ctx.Deadline()
+			if !ok || ctx.Err() != nil {
+				t.Fatalf("deadline %v (%v), err %v; want a live lease", d, ok, ctx.Err())
+			}
+			if left := d.Sub(before); left <= 0 || left > ttl {
+				t.Fatalf("deadline %v after the call, want in (0, %v]", left, ttl)
+			}
+		})
+	}
+}

@@ -153,8 +153,11 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancel(context.WithValue(ctx, lockKey{}, l))
-	defer cancel()
+	// fn's ctx ends with the cause ErrLockLost when the hold is lost, as the
+	// leases fn derives from it do (Lease): a plain cancel here would give
+	// them context.Canceled before the hold's end reached them.
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
+	defer cancel(nil)
 	stop := make(chan struct{})
 	watched := make(chan bool, 1) // whether the lock was lost while fn ran
 	go func() {
@@ -162,7 +165,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		case <-l.Done():
 			lost := l.endedLost() // not when fn called Unlock itself
 			if lost {
-				cancel()
+				cancel(ErrLockLost)
 			}
 			watched <- lost
 		case <-stop:

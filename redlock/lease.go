@@ -24,7 +24,8 @@ import (
 // already cancelled, and [context.Cause] is an [ErrInvalidArgument].
 //
 // Once the hold ends, [context.Cause] of the context is [ErrLockLost] if it
-// ended other than by Unlock, and [context.Canceled] if by Unlock.
+// ended other than by Unlock, and [context.Canceled] if by Unlock (also an
+// Unlock that found the hold gone, which returns ErrLockLost).
 // [LockFromContext] finds l in the context. Call the returned CancelFunc
 // when the call is over, as for [context.WithTimeout]: it releases what
 // the lease holds. A lease costs no goroutine while it lasts.
@@ -40,8 +41,10 @@ func (l *Lock) Lease(parent context.Context, margin time.Duration) (context.Cont
 	l.mu.Lock()
 	left := addSat(l.until.Sub(l.a.c.cfg.clock.Now()), -margin) // TTL, under the same lock as ended; margin ≥ 0
 	if l.ended {
-		// Cancelled before the deadline is set, whose cause would hide this one.
-		lost := l.lost
+		// Cancelled before the deadline is set, whose cause would hide this
+		// one. A hold Unlock ended gives Canceled, as its open leases got,
+		// also when the Unlock then found it gone.
+		lost := l.lost && !l.unlocked
 		l.mu.Unlock()
 		cancelCause(endCause(lost))
 		return context.WithTimeout(withLock, left)

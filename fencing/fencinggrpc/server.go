@@ -43,7 +43,11 @@ func UnaryServerInterceptor(g fencing.Guard, resource Resource) grpc.UnaryServer
 // StreamServerInterceptor admits the token of each fenced stream (see
 // [Resource], called with a nil request) once, when it opens, before the
 // handler runs; the handler finds it with [TokenFromContext] in the
-// stream's Context.
+// stream's Context. A stream that lives on while another writer admits a
+// newer token is not stopped: a handler that writes through a long stream
+// admits the token again with its guard at each write (a [fencing.Guard]'s
+// Admit, in the write's transaction where the guard has one). Resource runs
+// on the server's goroutine, unrecovered, like a handler.
 func StreamServerInterceptor(g fencing.Guard, resource Resource) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx, err := admit(ss.Context(), g, resource, info.FullMethod, nil)

@@ -50,8 +50,10 @@ import (
 //     are lost is retried until it answers or the key has expired), and a
 //     client's slow clock, which slows its retries;
 //   - UntilBeyondQuorum: a node that lost its data (the key is gone) or
-//     whose clock jumped (the key expired early); the drift within the
-//     lock's allowance is not excused, since Until allows for it;
+//     whose clock jumped (the key expired early), and a client whose clock
+//     is skewed (it measures its validity on a clock that runs slow); the
+//     drift within the lock's allowance is not excused, since Until allows
+//     for it;
 //   - UnlockResult: the same, and the allowed drift too, as a PTTL read
 //     on a fast clock overstates how long the key stays.
 func nodeExpected(p Property) []fault.Kind {
@@ -60,6 +62,7 @@ func nodeExpected(p Property) []fault.Kind {
 		switch {
 		case p == LeftoverGrant && (!k.ClientSide() || k == fault.ClientClockSkew):
 		case p != LeftoverGrant && (k.LosesData() || k == fault.ClockSkew):
+		case p == UntilBeyondQuorum && k == fault.ClientClockSkew:
 		case p == UnlockResult && k == fault.ClockDrift:
 		default:
 			continue

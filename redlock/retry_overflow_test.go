@@ -114,14 +114,40 @@ func (c *countingRetry) Backoff(attempt int) (time.Duration, bool) {
 func TestLockLongBackoffPastTheInt64Range(t *testing.T) {
 	r := newRig(t, 3)
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
-	// The watchdog extends at a third of the TTL, each extension bounded by
-	// two node timeouts: six node timeouts leave one to spare.
+	// The holder's key is kept by hand, its PX set again every tenth of its
+	// TTL: nine tenths of slack before a stalled refresher lets it lapse (a
+	// lock's watchdog, extending at a third, lapsed once under load, and
+	// the waiter got the key).
 	holderTTL := 6 * nt
-	holder := r.client(t, redlock.WithNodeTimeout(nt))
-	h, err := holder.TryLock(t.Context(), "k", holderTTL, redlock.AutoExtend())
-	if err != nil {
+	refresh := func() error {
+		for _, rc := range r.clients {
+			if err := rc.Set(t.Context(), "k", "holder", holderTTL).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := refresh(); err != nil {
 		t.Fatal(err)
 	}
+	stopRefresh := make(chan struct{})
+	refreshed := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(holderTTL / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopRefresh:
+				refreshed <- nil
+				return
+			case <-tick.C:
+				if err := refresh(); err != nil {
+					refreshed <- err
+					return
+				}
+			}
+		}
+	}()
 	// 20s·2^29 is past the int64 range: attempts 30 and on overflowed.
 	const stop = 34
 	// Each attempt sleeps at most the holder's PTTL plus a jitter of 2ms
@@ -133,7 +159,7 @@ func TestLockLongBackoffPastTheInt64Range(t *testing.T) {
 	retry := &countingRetry{s: redlock.ExponentialBackoff(20*time.Second, time.Minute), stop: stop, cancel: cancel}
 	waiter := r.client(t, redlock.WithNodeTimeout(nt))
 	start := time.Now()
-	err = callNoPanic(t, func() error {
+	err := callNoPanic(t, func() error {
 		l, err := waiter.Lock(ctx, "k", time.Minute, redlock.WithLockRetry(retry))
 		if err == nil {
 			return errors.New("acquired the holder's key, held until " + l.Until().String())
@@ -141,10 +167,9 @@ func TestLockLongBackoffPastTheInt64Range(t *testing.T) {
 		return err
 	})
 	t.Logf("attempt %d in %v (holder's ttl %v)", retry.highest.Load(), time.Since(start), holderTTL)
-	select {
-	case <-h.Done():
-		t.Fatal("the holder lost its hold: the waiter's retries are not the point then")
-	default:
+	close(stopRefresh)
+	if err := <-refreshed; err != nil {
+		t.Fatalf("keeping the holder's key: %v", err)
 	}
 	if got := retry.highest.Load(); got < stop {
 		t.Fatalf("attempt %d within %v, want %d (Lock: %v)", got, bound, stop, err)

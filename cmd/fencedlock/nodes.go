@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/fencedlock/fencedlock/internal/doctor"
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
@@ -201,22 +200,16 @@ func closeAll(cs []*redis.Client) {
 }
 
 // describe says briefly why a node failed: "connection refused", "timeout",
-// or the error's own text.
+// or the error's own text (doctor.Why, and the lock client's own per-node
+// deadline, which wraps no net error).
 func describe(err error) string {
 	if ne, ok := errors.AsType[*redlock.NodeError](err); ok {
 		err = ne.Err
 	}
-	var nerr net.Error
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return "host unreachable"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout(),
-		strings.HasSuffix(err.Error(), "timeout"): // the lock client's own per-node deadline
+	if strings.HasSuffix(err.Error(), "timeout") {
 		return "timeout"
 	}
-	return err.Error()
+	return doctor.Why(err)
 }
 
 // nodeLog remembers the latest error of each node, as reported by the lock

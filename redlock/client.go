@@ -21,7 +21,6 @@ import (
 // passed to New stay the caller's to close.
 type Client struct {
 	cfg    config
-	hooks  hooks // the optional interfaces cfg.observer implements (observe.go)
 	nodes  []node
 	all    []int // 0..N-1
 	quorum int
@@ -76,14 +75,13 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	hooks := hooksOf(cfg.observer)
+	cfg.hooks = hooksOf(cfg.observer)
 	if m, ok := cfg.observer.(multiObserver); ok {
 		cfg.observer = m.withLogger(cfg.logger) // each part's panic logged apart
 	}
 	cfg.observer = safeObserver{o: cfg.observer, logger: cfg.logger}
 	c := &Client{
 		cfg:    cfg,
-		hooks:  hooks,
 		nodes:  make([]node, len(nodes)),
 		quorum: len(nodes)/2 + 1,
 		health: make([]health, len(nodes)),

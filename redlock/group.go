@@ -72,7 +72,7 @@ func (c *Client) newGroup(s sink, timeout time.Duration, nodes []int, script *re
 
 // start queues the group's calls.
 func (g *group) start() {
-	if g.c.hooks.trip || g.trace != nil {
+	if g.c.cfg.hooks.trip || g.trace != nil {
 		g.queued = time.Now() // network waits are real time
 	}
 	g.arm()

@@ -145,7 +145,7 @@ func (l *Lock) end(lost bool) {
 		c.cfg.observer.Lost(l.a.key(), l.token)
 		c.cfg.logger.Warn("redlock: lock lost", "key", l.a.key(), "token", l.token)
 	}
-	if c.hooks.hold {
+	if c.cfg.hooks.hold {
 		c.cfg.observer.(safeObserver).HoldEnded(l.a.key(), l.token, c.cfg.clock.Since(l.acquired))
 	}
 }

@@ -138,7 +138,7 @@ func (st safeTrace) End(token uint64, err error) {
 
 // startOp starts tracing op, when the Observer is a Tracer; nil otherwise.
 func (c *Client) startOp(ctx context.Context, op Op, key string, token uint64) OpTrace {
-	if !c.hooks.trace {
+	if !c.cfg.hooks.trace {
 		return nil
 	}
 	return c.cfg.observer.(safeObserver).startOp(ctx, op, key, token)
@@ -154,7 +154,7 @@ func endOp(t OpTrace, token uint64, err error) {
 // acquireReturned reports an acquisition call's outcome to an
 // AcquireObserver; bad input is not an outcome.
 func (c *Client) acquireReturned(key string, token uint64, err error, since time.Time) {
-	if !c.hooks.acquire || errors.Is(err, ErrInvalidArgument) {
+	if !c.cfg.hooks.acquire || errors.Is(err, ErrInvalidArgument) {
 		return
 	}
 	c.cfg.observer.(safeObserver).AcquireReturned(key, token, err, c.cfg.clock.Since(since))
@@ -163,11 +163,11 @@ func (c *Client) acquireReturned(key string, token uint64, err error, since time
 // answered reports node's answer to a call of g: its round trip, and to
 // g's operation trace. A call without a reply is not a round trip.
 func (g *group) answered(o *op, err error) {
-	if !g.c.hooks.trip && g.trace == nil {
+	if !g.c.cfg.hooks.trip && g.trace == nil {
 		return
 	}
 	d := time.Since(g.queued)
-	if g.c.hooks.trip && isReply(err) {
+	if g.c.cfg.hooks.trip && isReply(err) {
 		g.c.cfg.observer.(safeObserver).NodeRoundTrip(o.node, d)
 	}
 	if g.trace != nil {

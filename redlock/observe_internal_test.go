@@ -39,8 +39,8 @@ func TestOptionalHooksCostNothingUnused(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v allocations per call of the unused hooks, want 0", allocs)
 			}
-			if c.hooks != (hooks{}) {
-				t.Errorf("hooks %+v found on an Observer that implements none", c.hooks)
+			if c.cfg.hooks != (hooks{}) {
+				t.Errorf("hooks %+v found on an Observer that implements none", c.cfg.hooks)
 			}
 		})
 	}

@@ -18,7 +18,8 @@ type config struct {
 	retry       RetryStrategy
 	logger      *slog.Logger
 	observer    Observer
-	replicaAcks int // see WithReplicaAcks
+	hooks       hooks // the optional interfaces observer implements (observe.go), set by New
+	replicaAcks int   // see WithReplicaAcks
 }
 
 func defaultConfig() config {

@@ -521,17 +521,6 @@ func TestSchedulerWakesWhenTheClockMovedBeforeItsTimerWasArmed(t *testing.T) {
 }
 
 // baseArms is a Fake that counts the timers armed on it for an instant and
-// countingFake counts the timers armed on a Fake.
-type countingFake struct {
-	*clock.Fake
-	n atomic.Int64
-}
-
-func (b *countingFake) NewTimer(d time.Duration) clock.Timer {
-	b.n.Add(1)
-	return b.Fake.NewTimer(d)
-}
-
 // TestSchedulerOnASlowSkewedClockEndsAtUntil: on a Skewed clock (rate 0.7)
 // over a Fake, whose reading is rounded from its base's, a watched hold
 // ends once the skewed clock passes its Until and not before, and the
@@ -541,7 +530,9 @@ func (b *countingFake) NewTimer(d time.Duration) clock.Timer {
 func TestSchedulerOnASlowSkewedClockEndsAtUntil(t *testing.T) {
 	r := newRig(t, 3)
 	nt := roomyNodeTimeout(measureRTT(t, r.clients))
-	base := &countingFake{Fake: clock.NewFake(epoch)}
+	base := clock.NewFake(epoch)
+	var arms atomic.Int64 // the timers armed on base
+	base.BeforeArm(func() { arms.Add(1) })
 	clk := clock.NewSkewed(base, 0, 0.7)
 	c := r.client(t, redlock.WithClock(clk), redlock.WithNodeTimeout(nt))
 	ctx := t.Context()
@@ -559,7 +550,7 @@ func TestSchedulerOnASlowSkewedClockEndsAtUntil(t *testing.T) {
 		for clk.Now().Add(time.Millisecond).Before(l.Until()) {
 			base.Advance(time.Millisecond / 2)
 		}
-		arms := base.n.Load()
+		before := arms.Load()
 		select {
 		case <-done:
 			t.Fatalf("hold %d ended %v before its Until", i, l.Until().Sub(clk.Now()))
@@ -573,7 +564,7 @@ func TestSchedulerOnASlowSkewedClockEndsAtUntil(t *testing.T) {
 		case <-time.After(20 * nt): // a bound on a broken scheduler, not a synchronisation
 			t.Fatalf("hold %d: the clock is past Until and the hold has not ended", i)
 		}
-		if n := base.n.Load() - arms; n > 100 {
+		if n := arms.Load() - before; n > 100 {
 			t.Fatalf("hold %d: %d timers armed around its Until: the scheduler spins", i, n)
 		}
 		_ = l.Unlock(ctx)

@@ -161,6 +161,12 @@ func Run(ctx context.Context, cfg Config) (report.Run, error) {
 		wg.Go(func() { stopOnViolation(runCtx, cancel, mem, opts, 10*cfg.TTL) })
 	}
 	wg.Wait()
+	if clients != nil && cfg.has(fault.ClientClockSkew) {
+		// Client 0's clock ran at half speed from the start (startClients):
+		// every hold of it measured its validity on that clock, not only
+		// those it worked to the end of (skewNext), so the fault spans the run.
+		clients[0].rec.FaultAt(fault.ClientClockSkew, start, time.Now(), nil)
+	}
 	if p, ok := b.(backend.Promotions); ok {
 		p.OnPromotion(nil) // the run is over: what the history holds is what it had
 	}

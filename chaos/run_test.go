@@ -74,7 +74,11 @@ func shortRun(t *testing.T, backendName string, replicas bool, faults ...fault.K
 	t.Logf("%s (ttl %v, node timeout %v): %d acquisitions, %d failed, faults %v, found %+v, expected %+v, stale rejected %d, longest stall %v (threshold %v)",
 		faults, ttl, nodeTimeout, res.Acquisitions, res.AcquireFailures, len(res.Faults), res.Found, res.Expected,
 		res.StaleWritesRejected, res.Liveness.LongestStall, res.Liveness.Threshold)
-	if res.Acquisitions < 10 {
+	// Progress is judged by the liveness property (no stall past its
+	// threshold, checked below); a count is only a floor for a verdict at
+	// all: the checker's own minimum, and a few to spare. (Ten failed a
+	// docker kill run under load that had no stall: 7 in 6s.)
+	if res.Acquisitions < 4 {
 		t.Fatalf("only %d acquisitions in %v", res.Acquisitions, cfg.Duration)
 	}
 	if !res.StoreChecked || !res.StoreCorrect {

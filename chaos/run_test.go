@@ -75,7 +75,7 @@ func shortRun(t *testing.T, backendName string, replicas bool, faults ...fault.K
 		faults, ttl, nodeTimeout, res.Acquisitions, res.AcquireFailures, len(res.Faults), res.Found, res.Expected,
 		res.StaleWritesRejected, res.Liveness.LongestStall, res.Liveness.Threshold)
 	// Progress is judged by the liveness property (no stall past its
-	// threshold, checked below); a count is only a floor for a verdict at
+	// threshold: the callers require verdict ok); a count is only a floor for a verdict at
 	// all: the checker's own minimum, and a few to spare. (Ten failed a
 	// docker kill run under load that had no stall: 7 in 6s.)
 	if res.Acquisitions < 4 {

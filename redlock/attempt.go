@@ -314,19 +314,24 @@ func (a *attempt) decideLocked(state attemptState, token uint64) []reply {
 // Unlock's release, sent to them too, removes their grants) and returns the
 // nodes that refused it: Unlock leaves them out, so a grant that one of them
 // answers later (a split vote's re-ask) steps back. The answers already in were settled when the hold
-// was acquired.
-func (a *attempt) refusedBy(token uint64) []int {
+// was acquired. With every (an Extend may have re-created the key on any
+// node), no node is left out: it returns none, and a late grant is covered
+// by the Unlock's release like any other.
+func (a *attempt) refusedBy(token uint64, every bool) []int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Which nodes Unlock leaves out is fixed with the state, atomically: an
 	// answer that sees unlocked also sees whether its node gets a release.
 	if a.latest == nil { // compacted: no answer is to come
 		a.state, a.token = unlocked, token
+		if every {
+			return nil
+		}
 		return slices.Clone(a.refused)
 	}
 	var refused []int
 	for _, r := range a.decideLocked(unlocked, token) {
-		if !r.granted && r.err == nil {
+		if !r.granted && r.err == nil && !every {
 			refused = append(refused, r.node)
 			a.skipped[r.node] = true
 		}

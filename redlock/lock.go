@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -34,6 +35,11 @@ type Lock struct {
 	done      chan struct{}
 	leases    map[uint64]context.CancelCauseFunc // the Leases still open, cancelled when the hold ends
 	leaseSeq  uint64                             // the id of the last Lease
+	// reacquiring: an Extend that may re-create the key was sent
+	// (WithReacquireOnExtend), so Unlock goes to every node;
+	// reacquired: the nodes where one did, in order (see Reacquired).
+	reacquiring bool
+	reacquired  []int
 
 	sched schedEntry // the hold's place in its Client's scheduler
 
@@ -64,6 +70,19 @@ func (l *Lock) Token() uint64 { return l.token }
 // records them, so that a checker can tell which holds a node's failure
 // could reach. The slice is the caller's.
 func (l *Lock) Nodes() []int { return slices.Clone(l.nodes) }
+
+// Reacquired returns the indexes of the nodes on which an Extend of this hold
+// re-created its key ([WithReacquireOnExtend]), in the order the nodes
+// answered, one entry per re-create: a node that lost the key twice is
+// listed twice. A re-create whose answer came after its Extend had decided
+// is listed too. Without the option it is always empty. A chaos history
+// records it, so that a checker can tell a re-create within validity from a
+// hold brought back after it ended. The slice is the caller's.
+func (l *Lock) Reacquired() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reacquired)
+}
 
 // Until is the end of validity on the client's clock: after it, another
 // client may acquire the key.
@@ -151,7 +170,9 @@ func (l *Lock) end(lost bool) {
 }
 
 // Extend sets the hold's TTL to ttl on a quorum of nodes, only where the key
-// still holds this hold's value (a vanished key is never re-created). On
+// still holds this hold's value (a vanished key is never re-created, unless
+// the Client has [WithReacquireOnExtend]: then only while the validity
+// lasts, and only where no other value holds the key). On
 // success Until moves to the attempt's start + ttl − drift. When a quorum
 // says the hold is gone (refused), or no validity would be left, Extend
 // returns ErrLockLost and Done closes; so it does, without a call, once the
@@ -206,6 +227,23 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	}
 	start := c.cfg.clock.Now()
 	until := start.Add(ttl - c.driftOf(ttl))
+	script, keys, args := extendScript, l.a.lockKey(), []any{l.a.value, ttl.Milliseconds()}
+	if c.cfg.reacquire {
+		// A key is re-created only within the validity: past it, another
+		// hold may have been granted by the nodes this one would re-create.
+		l.mu.Lock()
+		over := !start.Before(l.until)
+		if !over {
+			l.reacquiring = true
+		}
+		l.mu.Unlock()
+		if over {
+			l.end(true)
+			return ErrLockLost
+		}
+		script, keys = reacquireScript, l.a.keys[:2]
+		args = append(args, strconv.FormatUint(l.token, 10))
+	}
 	// A PEXPIRE may land any time once sent, whatever this call returns: a
 	// shorter end counts from now on, and stays unless a quorum confirms.
 	l.mu.Lock()
@@ -222,7 +260,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	// Lost needs a quorum to say so (more refusals than N − quorum): short
 	// of that, the answers still out decide between lost and unknown.
 	votes := make(voteSink, len(c.all))
-	g := c.newGroup(votes, c.nodeTimeout(ttl), c.all, extendScript, l.a.lockKey(), l.a.value, ttl.Milliseconds())
+	var sink sink = votes
+	if script == reacquireScript {
+		sink = reacquireSink{votes, l}
+	}
+	g := c.newGroup(sink, c.nodeTimeout(ttl), c.all, script, keys, args...)
 	g.trace = trace
 	g.start()
 	yes, refused, errs, ctxErr := c.count(ctx, votes, len(c.all), c.quorum, len(c.all)-c.quorum+1)
@@ -247,6 +289,36 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	l.mu.Unlock()
 	c.cfg.observer.Extended(l.a.key(), l.token)
 	return nil
+}
+
+// reacquireSink counts reacquire.lua's answers: 1 (extended) and 2
+// (re-created) are a yes, and each 2 is noted on the hold, also one that
+// comes after the call timed out.
+type reacquireSink struct {
+	votes voteSink
+	l     *Lock
+}
+
+func (s reacquireSink) answer(i int, v any, err error) {
+	n := asInt(v)
+	if err == nil && n == 2 {
+		s.l.noteReacquired(i)
+	}
+	s.votes <- vote{node: i, ok: err == nil && (n == 1 || n == 2), err: err}
+}
+
+func (s reacquireSink) late(i int, v any) {
+	if asInt(v) == 2 {
+		s.l.noteReacquired(i)
+	}
+}
+
+// noteReacquired records that node i re-created the hold's key.
+func (l *Lock) noteReacquired(i int) {
+	l.mu.Lock()
+	l.reacquired = append(l.reacquired, i)
+	l.mu.Unlock()
+	l.a.c.cfg.logger.Info("redlock: key re-created on a node that had lost it", "key", l.a.key(), "token", l.token, "node", i)
 }
 
 // setUntilLocked moves the end of validity; l.mu is held. A Client closed
@@ -289,8 +361,13 @@ func (l *Lock) Unlock(ctx context.Context) (rerr error) {
 	// Every node that may hold it: those that granted or failed, and those
 	// that have not answered the acquire yet. A key's calls reach a node in
 	// order, so a release cannot overtake the acquire before it.
+	// After an Extend that may have re-created the key, every node may
+	// hold it: none is left out.
+	l.mu.Lock()
+	every := l.reacquiring
+	l.mu.Unlock()
 	nodes := c.all
-	if refused := l.a.refusedBy(l.token); len(refused) > 0 {
+	if refused := l.a.refusedBy(l.token, every); len(refused) > 0 {
 		nodes = slices.DeleteFunc(slices.Clone(c.all), func(i int) bool { return slices.Contains(refused, i) })
 	}
 	// A node that fails is owed its release (see owe): sent again until

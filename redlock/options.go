@@ -20,6 +20,7 @@ type config struct {
 	observer    Observer
 	hooks       hooks // the optional interfaces observer implements (observe.go), set by New
 	replicaAcks int   // see WithReplicaAcks
+	reacquire   bool  // see WithReacquireOnExtend
 }
 
 func defaultConfig() config {
@@ -100,6 +101,32 @@ func WithObserver(o Observer) Option {
 		}
 	}
 }
+
+// WithReacquireOnExtend lets Extend (and the watchdog of [AutoExtend])
+// re-create the hold's key on a node that lost it — restarted without its
+// data, or the key expired there — with SET NX, lifting that node's fence
+// counter to the hold's token in the same script, and only while the
+// hold's validity lasts: an Extend whose Until has passed sends nothing and
+// returns [ErrLockLost]. A node counts toward the extension's quorum only
+// where the key held this hold's value or the re-create succeeded; a node
+// where another value holds the key refuses, as without the option. The
+// waiting set is not consulted: the hold was granted by a quorum already.
+//
+// It is for nodes without persistence that are restarted one at a time
+// (a rolling upgrade): without it, each restart takes the hold's key from
+// one node for good, and a long hold is lost once a quorum of its nodes has
+// restarted; with it, every extension puts the key back. The safety
+// argument, and what it assumes of the restarts (one node at a time, each
+// after the holds re-created their keys on the one before), is in
+// docs/protocol.md (section 2, "Extensions that re-create"); the fast path
+// costs nothing more, still one round trip per extension.
+//
+// Once an Extend with the option was sent, Unlock goes to every node, not
+// only those that granted the hold: any of them may hold a re-created key.
+// [Lock.Reacquired] lists the re-creates of a hold. Default: off — a
+// vanished key is never re-created, and an Extend that finds its key gone
+// on a quorum returns [ErrLockLost].
+func WithReacquireOnExtend() Option { return func(cfg *config) { cfg.reacquire = true } }
 
 // LockOption configures one TryLock, Lock or Do call, which rejects a nil
 // LockOption with [ErrInvalidArgument].

@@ -41,7 +41,7 @@ func WithReplicaAcks(n int) Option {
 // durable reports whether o writes what a grant or a token rests on, so
 // that with replica acknowledgements it counts only once they are in.
 func (o *op) durable() bool {
-	return o.script == acquireScript || o.script == extendScript || o.script == raiseScript
+	return o.script == acquireScript || o.script == extendScript || o.script == reacquireScript || o.script == raiseScript
 }
 
 // needsAcks reports whether the batch live must be followed by WAIT.

@@ -36,4 +36,8 @@ var (
 	//go:embed scripts/extend.lua
 	extendLua    string
 	extendScript = redis.NewScript(extendLua)
+
+	//go:embed scripts/reacquire.lua
+	reacquireLua    string
+	reacquireScript = redis.NewScript(reacquireLua)
 )

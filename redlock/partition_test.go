@@ -20,7 +20,7 @@ import (
 
 // partitionClient is a Client on nodes, with the rig's node timeout derived
 // from the measured round trip.
-func partitionClient(t *testing.T, nodes redlocktest.Nodes) (*redlock.Client, time.Duration) {
+func partitionClient(t *testing.T, nodes redlocktest.NodeSet) (*redlock.Client, time.Duration) {
 	t.Helper()
 	nodeTimeout := max(250*time.Millisecond, 100*redistest.PingRTT(t, nodes.Clients()))
 	c, err := redlock.New(nodes.Clients(), redlock.WithNodeTimeout(nodeTimeout))
@@ -34,7 +34,7 @@ func partitionClient(t *testing.T, nodes redlocktest.Nodes) (*redlock.Client, ti
 // TestTryLockWithAMinorityPartitioned: the quorum decides; the cut-off
 // node's timeout is not waited for, and the grant sent to it never lands.
 func TestTryLockWithAMinorityPartitioned(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	c, nodeTimeout := partitionClient(t, nodes)
 	ctx := t.Context()
 	nodes[2].Partition()
@@ -60,7 +60,7 @@ func TestTryLockWithAMinorityPartitioned(t *testing.T) {
 // watchdog retries its extensions until the validity runs out; then Done
 // closes. After Heal, the next holder's token is larger.
 func TestPartitionedMajorityEndsTheHold(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	c, nodeTimeout := partitionClient(t, nodes)
 	ctx := t.Context()
 	// The watchdog extends every ttl/3: a third of this TTL is more than two

@@ -24,7 +24,7 @@ import (
 
 // reacquireClient is a Client on nodes with the option (or without), its
 // node timeout derived from the measured round trip.
-func reacquireClient(t *testing.T, nodes redlocktest.Nodes, reacquire bool, opts ...redlock.Option) *redlock.Client {
+func reacquireClient(t *testing.T, nodes redlocktest.NodeSet, reacquire bool, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	opts = append([]redlock.Option{redlock.WithNodeTimeout(max(250*time.Millisecond, 100*redistest.PingRTT(t, nodes.Clients())))}, opts...)
 	if reacquire {
@@ -40,7 +40,7 @@ func reacquireClient(t *testing.T, nodes redlocktest.Nodes, reacquire bool, opts
 
 // nodeState is what node i holds for key: its value ("" when absent), its
 // PTTL, and its fence counter (0 when absent).
-func nodeState(t *testing.T, nodes redlocktest.Nodes, i int, key string) (string, time.Duration, uint64) {
+func nodeState(t *testing.T, nodes redlocktest.NodeSet, i int, key string) (string, time.Duration, uint64) {
 	t.Helper()
 	rdb := nodes[i].Client()
 	v, err := rdb.Get(t.Context(), key).Result()
@@ -181,7 +181,7 @@ func extendAll(t *testing.T, l *redlock.Lock, a *answers, ttl time.Duration) err
 // forget empties node i, as a restart without data does, keeping the
 // connections (a real restart has the Client mark the node down until a
 // probe: see extendUntil).
-func forget(t *testing.T, nodes redlocktest.Nodes, i int) {
+func forget(t *testing.T, nodes redlocktest.NodeSet, i int) {
 	t.Helper()
 	if err := nodes[i].Client().FlushAll(t.Context()).Err(); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func forget(t *testing.T, nodes redlocktest.Nodes, i int) {
 }
 
 // restartEmpty restarts node i without its data and checks it lost key.
-func restartEmpty(t *testing.T, nodes redlocktest.Nodes, i int, key string) {
+func restartEmpty(t *testing.T, nodes redlocktest.NodeSet, i int, key string) {
 	t.Helper()
 	if err := nodes[i].RestartEmpty(t.Context()); err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestExtendReacquiresWhereTheKeyWasLost(t *testing.T) {
 		reacquire bool
 	}{{"with the option", true}, {"without it", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := redlocktest.Start(t, 3)
+			nodes := redlocktest.Nodes(t, 3)
 			c := reacquireClient(t, nodes, tc.reacquire)
 			ctx := t.Context()
 			const key = "reacquire"
@@ -277,7 +277,7 @@ func reacquiredSoon(l *redlock.Lock, n int) []int {
 }
 
 // observedClient is reacquireClient with an answers barrier.
-func observedClient(t *testing.T, nodes redlocktest.Nodes, opts ...redlock.Option) (*redlock.Client, *answers) {
+func observedClient(t *testing.T, nodes redlocktest.NodeSet, opts ...redlock.Option) (*redlock.Client, *answers) {
 	a := &answers{}
 	return reacquireClient(t, nodes, true, append(opts, redlock.WithObserver(a))...), a
 }
@@ -298,7 +298,7 @@ func TestReacquireCountsOnlyWhatItCreated(t *testing.T) {
 		{"one lost node taken, the others hold", []int{2}, nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := redlocktest.Start(t, 3)
+			nodes := redlocktest.Nodes(t, 3)
 			c, a := observedClient(t, nodes)
 			ctx := t.Context()
 			const key, other = "counted", "another-holder"
@@ -337,7 +337,7 @@ func TestReacquireCountsOnlyWhatItCreated(t *testing.T) {
 // hold's key; Unlock, which leaves refusers out without the option, reaches
 // it.
 func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	c, a := observedClient(t, nodes)
 	ctx := t.Context()
 	const key = "refuser"
@@ -372,7 +372,7 @@ func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
 // TestReacquireNeverLowersTheCounter: a re-create lifts the counter to the
 // token, never below what the node has.
 func TestReacquireNeverLowersTheCounter(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	c, a := observedClient(t, nodes)
 	ctx := t.Context()
 	const key = "higher"
@@ -393,7 +393,7 @@ func TestReacquireNeverLowersTheCounter(t *testing.T) {
 // TestReacquireRefusesAForeignCounter: a fence counter that is not a
 // number fails that node's call before anything is written.
 func TestReacquireRefusesAForeignCounter(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	c, a := observedClient(t, nodes)
 	ctx := t.Context()
 	const key = "foreign"
@@ -416,7 +416,7 @@ func TestReacquireRefusesAForeignCounter(t *testing.T) {
 // TestReacquireOnlyWithinValidity: past Until, an Extend with the option
 // sends nothing and says the hold is lost, so no key comes back.
 func TestReacquireOnlyWithinValidity(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	c, a := observedClient(t, nodes, redlock.WithClock(clk))
 	ctx := t.Context()
@@ -462,7 +462,7 @@ func TestRollingRestartsUnderAnAutoExtendedHold(t *testing.T) {
 		reacquire bool
 	}{{"with the option", true}, {"without it", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := redlocktest.Start(t, 3)
+			nodes := redlocktest.Nodes(t, 3)
 			c := reacquireClient(t, nodes, tc.reacquire)
 			ctx := t.Context()
 			const key = "rolling"

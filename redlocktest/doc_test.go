@@ -29,7 +29,7 @@ func nightlyReport(ctx context.Context, token uint64) error {
 
 // doc block: docs/testing.md
 func TestNightlyReportStopsWhenTheLockIsLost(t *testing.T) {
-	nodes := redlocktest.Start(t, 3) // stopped when the test ends
+	nodes := redlocktest.Nodes(t, 3) // stopped when the test ends
 	locks, err := redlock.New(nodes.Clients())
 	if err != nil {
 		t.Fatal(err)

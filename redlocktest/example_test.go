@@ -12,7 +12,7 @@ import (
 // A job that holds a lock while it works, and must stop the moment the lock
 // is lost. The test kills two of three nodes while the job runs: the lock
 // cannot be extended any more, its validity runs out, Done closes, and the
-// job stops. In a test, nodes := redlocktest.Start(t, 3) starts the nodes
+// job stops. In a test, nodes := redlocktest.Nodes(t, 3) starts the nodes
 // and closes them at the end; New and Close are for code without a
 // testing.TB, such as this Example.
 func Example() {

@@ -15,7 +15,7 @@ import (
 
 // cutOff is how long a call is given before a test calls it cut off: many
 // round trips of the run's own, so that a node that could answer would have.
-func cutOff(t *testing.T, ns redlocktest.Nodes) time.Duration {
+func cutOff(t *testing.T, ns redlocktest.NodeSet) time.Duration {
 	t.Helper()
 	return 100 * redistest.PingRTT(t, ns.Clients())
 }
@@ -35,7 +35,7 @@ func timedOut(err error) bool {
 }
 
 func TestKill(t *testing.T) {
-	ns := redlocktest.Start(t, 3)
+	ns := redlocktest.Nodes(t, 3)
 	ctx := t.Context()
 	if err := ns[0].Kill(); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestRestart(t *testing.T) {
 			}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := redlocktest.Start(t, 1, tc.opts...)
+			ns := redlocktest.Nodes(t, 1, tc.opts...)
 			ctx, c := t.Context(), ns[0].Client()
 			addr := ns[0].Addr()
 			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -104,7 +104,7 @@ func TestRestart(t *testing.T) {
 }
 
 func TestPauseAndResume(t *testing.T) {
-	ns := redlocktest.Start(t, 1)
+	ns := redlocktest.Nodes(t, 1)
 	wait := cutOff(t, ns)
 	ctx, c := t.Context(), ns[0].Client()
 	if err := ns[0].Pause(); err != nil {
@@ -134,7 +134,7 @@ func TestPauseAndResume(t *testing.T) {
 }
 
 func TestPartitionAndHeal(t *testing.T) {
-	ns := redlocktest.Start(t, 2)
+	ns := redlocktest.Nodes(t, 2)
 	wait := cutOff(t, ns)
 	ctx := t.Context()
 	ns[0].Partition()

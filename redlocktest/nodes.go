@@ -2,12 +2,12 @@
 // package redlock, so that a test can take nodes away while that code holds
 // a lock and check what it does: that it notices the loss
 // ([github.com/fencedlock/fencedlock/redlock.Lock.Done], or the cancelled
-// ctx of Do's fn) and stops. [Start] starts n redis-server processes on free
+// ctx of Do's fn) and stops. [Nodes] starts n redis-server processes on free
 // loopback ports, each behind an in-process TCP proxy, and stops them when
 // the test ends; each [Node] can be killed, restarted with or without its
-// data, paused and partitioned from its clients, and [Nodes.Clients] are
+// data, paused and partitioned from its clients, and [NodeSet.Clients] are
 // ready for redlock.New. It needs redis-server installed (Debian and Ubuntu:
-// the redis-server package): without it Start skips the test, or fails it
+// the redis-server package): without it Nodes skips the test, or fails it
 // when the environment has CI=true.
 package redlocktest
 
@@ -28,14 +28,14 @@ var ErrNoServer = errors.New("redlocktest: redis-server not found: install it (D
 
 // Nodes are independent Redis nodes, as redlock.New takes them: not replicas,
 // not a cluster. Node i is ns[i], and the i-th of Clients and Addrs.
-type Nodes []*Node
+type NodeSet []*Node
 
-// Start starts n nodes for t (see [New]) and closes them when t and its
+// Nodes starts n nodes for t (see [New]) and closes them when t and its
 // subtests end. When redis-server is missing it skips t, saying what to
 // install; under CI=true (where a skip would only hide a test that did not
 // run) it fails t with the same message. It fails t when the nodes do not
 // start. Call it from the test's goroutine.
-func Start(t testing.TB, n int, opts ...Option) Nodes {
+func Nodes(t testing.TB, n int, opts ...Option) NodeSet {
 	t.Helper()
 	ns, err := New(t.Context(), n, opts...)
 	switch {
@@ -56,8 +56,8 @@ func Start(t testing.TB, n int, opts ...Option) Nodes {
 // TCP proxy of its own on another loopback port, and a go-redis client per
 // node through that proxy, with one PING already made on it. ctx bounds the
 // start. It is for code without a testing.TB (an Example, a TestMain);
-// tests call Start. The caller must call Close.
-func New(ctx context.Context, n int, opts ...Option) (Nodes, error) {
+// tests call Nodes. The caller must call Close.
+func New(ctx context.Context, n int, opts ...Option) (NodeSet, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("redlocktest: %d nodes, want at least 1", n)
 	}
@@ -71,7 +71,7 @@ func New(ctx context.Context, n int, opts ...Option) (Nodes, error) {
 	if _, err := exec.LookPath(cfg.binary); err != nil {
 		return nil, fmt.Errorf("%w (%w)", ErrNoServer, err)
 	}
-	ns := make(Nodes, 0, n)
+	ns := make(NodeSet, 0, n)
 	for i := range n {
 		node, err := startNode(ctx, i, cfg)
 		if err != nil {
@@ -84,7 +84,7 @@ func New(ctx context.Context, n int, opts ...Option) (Nodes, error) {
 
 // Clients returns each node's client (see [Node.Client]), for redlock.New.
 // Close closes them.
-func (ns Nodes) Clients() []redis.UniversalClient {
+func (ns NodeSet) Clients() []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(ns))
 	for i, n := range ns {
 		cs[i] = n.client
@@ -94,7 +94,7 @@ func (ns Nodes) Clients() []redis.UniversalClient {
 
 // Addrs returns each node's address (see [Node.Addr]), for clients of your
 // own or for a program under test that takes a list of nodes.
-func (ns Nodes) Addrs() []string {
+func (ns NodeSet) Addrs() []string {
 	as := make([]string, len(ns))
 	for i, n := range ns {
 		as[i] = n.Addr()
@@ -104,8 +104,8 @@ func (ns Nodes) Addrs() []string {
 
 // Close closes the clients, the proxies (and every connection through them)
 // and stops the processes, removing their directories. It waits for the
-// goroutines it started to end. Start calls it when the test ends.
-func (ns Nodes) Close() error {
+// goroutines it started to end. Nodes calls it when the test ends.
+func (ns NodeSet) Close() error {
 	errs := make([]error, len(ns))
 	for i, n := range ns {
 		errs[i] = n.close()

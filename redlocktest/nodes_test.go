@@ -16,7 +16,7 @@ import (
 )
 
 func TestClientsReachTheirOwnNode(t *testing.T) {
-	ns := redlocktest.Start(t, 3)
+	ns := redlocktest.Nodes(t, 3)
 	ctx := t.Context()
 	clients, addrs := ns.Clients(), ns.Addrs()
 	if len(clients) != 3 || len(addrs) != 3 {
@@ -103,12 +103,12 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	goleak.VerifyNone(t, before)
 }
 
-// TestStartWithoutServer runs a test that calls Start with an empty PATH,
+// TestNodesWithoutServer runs a test that calls Nodes with an empty PATH,
 // in a child process, with and without CI=true.
-func TestStartWithoutServer(t *testing.T) {
+func TestNodesWithoutServer(t *testing.T) {
 	if os.Getenv("REDLOCKTEST_CHILD") == "1" {
-		redlocktest.Start(t, 1)
-		t.Error("Start returned without redis-server")
+		redlocktest.Nodes(t, 1)
+		t.Error("Nodes returned without redis-server")
 		return
 	}
 	const install = "install it (Debian and Ubuntu: the redis-server package)"
@@ -117,12 +117,12 @@ func TestStartWithoutServer(t *testing.T) {
 		wantExit bool // a failure
 		want     string
 	}{
-		{"", false, "--- SKIP: TestStartWithoutServer"},
-		{"false", false, "--- SKIP: TestStartWithoutServer"},
-		{"true", true, "--- FAIL: TestStartWithoutServer"},
+		{"", false, "--- SKIP: TestNodesWithoutServer"},
+		{"false", false, "--- SKIP: TestNodesWithoutServer"},
+		{"true", true, "--- FAIL: TestNodesWithoutServer"},
 	} {
 		t.Run("CI="+tc.ci, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStartWithoutServer$", "-test.v")
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestNodesWithoutServer$", "-test.v")
 			for _, kv := range os.Environ() {
 				if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "CI" {
 					cmd.Env = append(cmd.Env, kv)

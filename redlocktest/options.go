@@ -1,6 +1,6 @@
 package redlocktest
 
-// Option changes how New and Start run the nodes.
+// Option changes how New and Nodes run the nodes.
 type Option func(*config)
 
 type config struct {

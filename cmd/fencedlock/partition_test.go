@@ -14,7 +14,7 @@ import (
 // nodes whose calls failed.
 func TestRunLockLostToAPartition(t *testing.T) {
 	const ttl = 3 * time.Second // as TestRunLockLost: a TTL a loaded machine can extend
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	argv, started := blockingChild(t, false)
 	args := append([]string{"run", "--nodes", strings.Join(nodes.Addrs(), ","), "--key", "job:partition",
 		"--ttl", ttl.String(), "--"}, argv...)

@@ -76,7 +76,7 @@ func msIn(t *testing.T, digits string) time.Duration {
 }
 
 func TestRunWithGivenNodesOnlyExtends(t *testing.T) {
-	nodes := redlocktest.Start(t, 3)
+	nodes := redlocktest.Nodes(t, 3)
 	args := []string{"--nodes", strings.Join(nodes.Addrs(), ",")}
 	var out bytes.Buffer
 	if err := run(t.Context(), args, &out); err != nil {

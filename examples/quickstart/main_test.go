@@ -20,7 +20,7 @@ func TestRun(t *testing.T) {
 	}{
 		{"local nodes", func(*testing.T) []string { return nil }},
 		{"--nodes", func(t *testing.T) []string {
-			return []string{"--nodes", strings.Join(redlocktest.Start(t, 3).Addrs(), ",")}
+			return []string{"--nodes", strings.Join(redlocktest.Nodes(t, 3).Addrs(), ",")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -318,7 +318,11 @@ func (l *Lock) noteReacquired(i int) {
 	l.mu.Lock()
 	l.reacquired = append(l.reacquired, i)
 	l.mu.Unlock()
-	l.a.c.cfg.logger.Info("redlock: key re-created on a node that had lost it", "key", l.a.key(), "token", l.token, "node", i)
+	c := l.a.c
+	c.cfg.logger.Info("redlock: key re-created on a node that had lost it", "key", l.a.key(), "token", l.token, "node", i)
+	if c.cfg.hooks.reacquire {
+		c.cfg.observer.(safeObserver).Reacquired(l.a.key(), l.token, i)
+	}
 }
 
 // setUntilLocked moves the end of validity; l.mu is held. A Client closed

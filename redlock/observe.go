@@ -34,6 +34,14 @@ type HoldObserver interface {
 	HoldEnded(key string, token uint64, held time.Duration)
 }
 
+// ReacquireObserver hears the re-creates of [WithReacquireOnExtend].
+type ReacquireObserver interface {
+	// Reacquired: an extension of the hold of key with token re-created
+	// the key on node (its index in the nodes given to New), which had lost
+	// it. A node restarted without data shows as one per hold it had.
+	Reacquired(key string, token uint64, node int)
+}
+
 // RoundTripObserver hears how long nodes take to answer.
 type RoundTripObserver interface {
 	// NodeRoundTrip: a call to node (its index in the nodes given to New)
@@ -88,7 +96,7 @@ type OpTrace interface {
 
 // hooks are the optional interfaces the Observer implements.
 type hooks struct {
-	acquire, hold, trip, trace bool
+	acquire, hold, trip, trace, reacquire bool
 }
 
 func hooksOf(o Observer) hooks {
@@ -99,7 +107,8 @@ func hooksOf(o Observer) hooks {
 	_, hold := o.(HoldObserver)
 	_, trip := o.(RoundTripObserver)
 	_, trace := o.(Tracer)
-	return hooks{acquire: acquire, hold: hold, trip: trip, trace: trace}
+	_, reacquire := o.(ReacquireObserver)
+	return hooks{acquire: acquire, hold: hold, trip: trip, trace: trace, reacquire: reacquire}
 }
 
 func (s safeObserver) AcquireReturned(key string, token uint64, err error, waited time.Duration) {
@@ -108,6 +117,10 @@ func (s safeObserver) AcquireReturned(key string, token uint64, err error, waite
 
 func (s safeObserver) HoldEnded(key string, token uint64, held time.Duration) {
 	s.call("HoldEnded", func() { s.o.(HoldObserver).HoldEnded(key, token, held) })
+}
+
+func (s safeObserver) Reacquired(key string, token uint64, node int) {
+	s.call("Reacquired", func() { s.o.(ReacquireObserver).Reacquired(key, token, node) })
 }
 
 func (s safeObserver) NodeRoundTrip(node int, d time.Duration) {

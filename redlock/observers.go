@@ -77,6 +77,14 @@ func (m multiObserver) HoldEnded(key string, token uint64, held time.Duration) {
 	})
 }
 
+func (m multiObserver) Reacquired(key string, token uint64, node int) {
+	m.each("Reacquired", func(o Observer) {
+		if r, ok := o.(ReacquireObserver); ok {
+			r.Reacquired(key, token, node)
+		}
+	})
+}
+
 func (m multiObserver) NodeRoundTrip(node int, d time.Duration) {
 	m.each("NodeRoundTrip", func(o Observer) {
 		if r, ok := o.(RoundTripObserver); ok {
@@ -107,6 +115,7 @@ func (m multiObserver) hooks() hooks {
 	for _, o := range m.parts {
 		p := hooksOf(o)
 		h.acquire, h.hold, h.trip, h.trace = h.acquire || p.acquire, h.hold || p.hold, h.trip || p.trip, h.trace || p.trace
+		h.reacquire = h.reacquire || p.reacquire
 	}
 	return h
 }

@@ -118,8 +118,15 @@ func reacquired(l *redlock.Lock, want ...int) func() bool {
 // tells a test every node has had an Extend's call.
 type answers struct {
 	redlock.NopObserver
-	mu sync.Mutex
-	n  [3]int
+	mu         sync.Mutex
+	n          [3]int
+	reacquired []int // the nodes ReacquireObserver heard of
+}
+
+func (a *answers) Reacquired(_ string, _ uint64, node int) {
+	a.mu.Lock()
+	a.reacquired = append(a.reacquired, node)
+	a.mu.Unlock()
 }
 
 func (a *answers) NodeRoundTrip(node int, _ time.Duration) { a.add(node) }
@@ -276,10 +283,11 @@ func reacquiredSoon(l *redlock.Lock, n int) []int {
 	}
 }
 
-// observedClient is reacquireClient with an answers barrier.
+// observedClient is reacquireClient with an answers barrier, passed
+// through Observers (whose parts' optional interfaces must reach them).
 func observedClient(t *testing.T, nodes redlocktest.NodeSet, opts ...redlock.Option) (*redlock.Client, *answers) {
 	a := &answers{}
-	return reacquireClient(t, nodes, true, append(opts, redlock.WithObserver(a))...), a
+	return reacquireClient(t, nodes, true, append(opts, redlock.WithObserver(redlock.Observers(a)))...), a
 }
 
 // TestReacquireCountsOnlyWhatItCreated: a node where another value holds
@@ -353,6 +361,12 @@ func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
 	}
 	if got := reacquiredSoon(l, 1); !slices.Equal(got, []int{2}) {
 		t.Errorf("Reacquired() = %v, want [2]", got)
+	}
+	a.mu.Lock()
+	heard := slices.Clone(a.reacquired)
+	a.mu.Unlock()
+	if !slices.Equal(heard, []int{2}) {
+		t.Errorf("the ReacquireObserver heard %v, want [2]", heard)
 	}
 	if v, _, counter := nodeState(t, nodes, 2, key); v != l.Value() || counter != l.Token() {
 		t.Errorf("node 2: value %q counter %d, want the hold's value and token %d", v, counter, l.Token())

@@ -36,8 +36,8 @@ const (
 var durationBuckets = prometheus.ExponentialBuckets(100e-6, 4, 10)
 
 // Metrics is the Prometheus instruments of locks and guards. It implements
-// redlock.Observer and its optional AcquireObserver, HoldObserver and
-// RoundTripObserver, and fencing.GuardObserver. It is safe for concurrent
+// redlock.Observer and its optional AcquireObserver, HoldObserver,
+// RoundTripObserver and ReacquireObserver, and fencing.GuardObserver. It is safe for concurrent
 // use.
 type Metrics struct {
 	redlock.NopObserver // the methods below replace every one of it
@@ -48,6 +48,7 @@ type Metrics struct {
 	losses     prometheus.Counter
 	releases   prometheus.Counter
 	nodeErrors *prometheus.CounterVec
+	reacquired *prometheus.CounterVec
 	holdDur    prometheus.Histogram
 	roundTrips *prometheus.HistogramVec
 	held       prometheus.Gauge
@@ -60,6 +61,7 @@ var (
 	_ redlock.AcquireObserver   = (*Metrics)(nil)
 	_ redlock.HoldObserver      = (*Metrics)(nil)
 	_ redlock.RoundTripObserver = (*Metrics)(nil)
+	_ redlock.ReacquireObserver = (*Metrics)(nil)
 	_ fencing.GuardObserver     = (*Metrics)(nil)
 )
 
@@ -97,6 +99,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "fencedlock_node_errors_total",
 			Help: "Failed calls to a node, by node index and address.",
 		}, []string{"node", "addr"}),
+		reacquired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencedlock_reacquired_total",
+			Help: "Keys an extension re-created on a node that had lost them (WithReacquireOnExtend), by node index.",
+		}, []string{"node"}),
 		holdDur: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fencedlock_hold_seconds",
 			Help:    "Time from an acquisition to the end of its hold (Unlock, loss or expiry).",
@@ -121,7 +127,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.acquires, m.acquireDur, m.extensions, m.losses, m.releases,
-		m.nodeErrors, m.holdDur, m.roundTrips, m.held, m.admitted, m.rejected} {
+		m.nodeErrors, m.reacquired, m.holdDur, m.roundTrips, m.held, m.admitted, m.rejected} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -158,6 +164,11 @@ func (m *Metrics) Extended(string, uint64) { m.extensions.Inc() }
 
 // Lost counts a lost hold.
 func (m *Metrics) Lost(string, uint64) { m.losses.Inc() }
+
+// Reacquired counts a key re-created on a node.
+func (m *Metrics) Reacquired(_ string, _ uint64, node int) {
+	m.reacquired.WithLabelValues(strconv.Itoa(node)).Inc()
+}
 
 // NodeError counts a node's failed call.
 func (m *Metrics) NodeError(err *redlock.NodeError) {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// The Go blocks of docs/using.md, compiled here (internal/doccheck checks
+// The Go blocks of docs/using.md and docs/operating.md, compiled here (internal/doccheck checks
 // that the page shows exactly the marked lines). Examples in
 // example_test.go run the same calls against real nodes.
 
@@ -68,3 +70,21 @@ func export(ctx context.Context, locks *redlock.Client, batches []string, store 
 }
 
 var _, _, _ = lockAndWatch, nightlyBilling, export
+
+// migrate holds a lock across rolling restarts of nodes without
+// persistence.
+func migrate(ctx context.Context, nodes []redis.UniversalClient, work func(ctx context.Context, token uint64) error) error {
+	// doc block: docs/operating.md
+	locks, err := redlock.New(nodes, redlock.WithReacquireOnExtend())
+	if err != nil {
+		return err
+	}
+	defer locks.Close()
+	l, err := locks.Lock(ctx, "migration", 30*time.Second, redlock.AutoExtend())
+	if err != nil {
+		return err
+	}
+	defer l.Unlock(context.WithoutCancel(ctx)) // with the option, sent to every node
+	// end doc block
+	return work(ctx, l.Token())
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedlock/fencedlock/redlock"
+	"github.com/fencedlock/fencedlock/redlocktest"
 )
 
 func ExampleClient_TryLock() {
@@ -167,4 +168,38 @@ func ExampleLock_Lease() {
 	// same token: true
 	// lease ended: context canceled
 	// Do: <nil>
+}
+
+// Nodes without persistence that restart one at a time: an extension puts
+// the hold's key back where a node lost it.
+func ExampleWithReacquireOnExtend() {
+	ctx := context.Background()
+	nodes, err := redlocktest.New(ctx, 3) // three redis-server processes for this example
+	if err != nil {
+		panic(err)
+	}
+	defer nodes.Close()
+	locks, err := redlock.New(nodes.Clients(), redlock.WithReacquireOnExtend())
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+
+	l, err := locks.TryLock(ctx, "migration", time.Minute)
+	if err != nil {
+		panic(err)
+	}
+	// The nodes lose their data, as restarts without persistence do (here
+	// by FLUSHALL, which keeps their connections; in production, restart
+	// one node at a time, between extensions).
+	for _, n := range nodes {
+		n.Client().FlushAll(ctx)
+	}
+	fmt.Println("extend:", l.Extend(ctx, time.Minute))
+	fmt.Println("re-created on a node that lost it:", len(l.Reacquired()) > 0)
+	fmt.Println("unlock:", l.Unlock(ctx))
+	// Output:
+	// extend: <nil>
+	// re-created on a node that lost it: true
+	// unlock: <nil>
 }

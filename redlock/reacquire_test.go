@@ -206,15 +206,18 @@ func restartEmpty(t *testing.T, nodes redlocktest.NodeSet, i int, key string) {
 	}
 }
 
+// withAndWithout are the two Clients a test compares.
+var withAndWithout = []struct {
+	name      string
+	reacquire bool
+}{{"with the option", true}, {"without it", false}}
+
 // TestExtendReacquiresWhereTheKeyWasLost: two of three nodes restart empty
 // under a hold. With the option, Extend puts the key back on both, for the
 // new TTL, with the counter at the token, and Unlock takes it off every
 // node; without it, Extend says the hold is lost.
 func TestExtendReacquiresWhereTheKeyWasLost(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		reacquire bool
-	}{{"with the option", true}, {"without it", false}} {
+	for _, tc := range withAndWithout {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := redlocktest.Nodes(t, 3)
 			c := reacquireClient(t, nodes, tc.reacquire)
@@ -471,10 +474,7 @@ func TestReacquireOnlyWithinValidity(t *testing.T) {
 // a quorum of its nodes has lost the key, by the validity the last
 // extension gave.
 func TestRollingRestartsUnderAnAutoExtendedHold(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		reacquire bool
-	}{{"with the option", true}, {"without it", false}} {
+	for _, tc := range withAndWithout {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := redlocktest.Nodes(t, 3)
 			c := reacquireClient(t, nodes, tc.reacquire)

@@ -101,8 +101,11 @@ func (m *Model) runUnlockRelease(s *State, h, i int) {
 // mayExpire: node i's key may run out now. With exact clocks a key lives
 // at least until the validity of the attempt that set it ran out (it was
 // set at or after the attempt's start, for ttl; the validity is that minus
-// the drift allowance). Keys of attempts that hold no valid lock may go at
-// any time: that only lets others in sooner.
+// the drift allowance); a key an extension refreshed or re-created, until
+// the validity of that extension's epoch ran out (extend.go). Keys of
+// attempts that hold no valid lock may go at any time, and so may keys of
+// an earlier epoch (they live somewhat longer in truth): that only lets
+// others in sooner.
 //
 //go:norace
 func (m *Model) mayExpire(s *State, i int) bool {
@@ -111,7 +114,16 @@ func (m *Model) mayExpire(s *State, i int) bool {
 		return false
 	}
 	a := &s.attempts[nd.key-1]
-	return m.cfg.Timing == AnyTiming || nd.skewed || a.expired || a.phase == ended
+	if m.cfg.Timing == AnyTiming || nd.skewed || a.phase == ended {
+		return true
+	}
+	switch nd.age {
+	case ageStale:
+		return true
+	case agePending:
+		return a.extExpired
+	}
+	return a.expired
 }
 
 // crash takes node i down, noting what a restart without data will need.
@@ -133,7 +145,7 @@ func (m *Model) crash(s *State, i int) {
 //go:norace
 func (m *Model) restartEmpty(s *State, i int) {
 	nd := &s.nodes[i]
-	nd.up, nd.healed, nd.inflight, nd.key, nd.counter = true, false, 0, 0, 0
+	nd.up, nd.healed, nd.inflight, nd.key, nd.age, nd.counter = true, false, 0, 0, ageCurrent, 0
 	for x := range m.cfg.Clients {
 		m.loseEntry(s, i, x)
 	}

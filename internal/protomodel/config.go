@@ -85,6 +85,10 @@ const (
 	// that won, deletes a key the extension counted (docs/protocol.md,
 	// section 5).
 	LateGrantSettled
+	// RollingMidExtension (with Rolling): drops half of the rolling-restart
+	// assumption. A node restarts empty while the hold whose key it has is
+	// extending: the extension may have counted its yes already.
+	RollingMidExtension
 )
 
 var variantNames = [...]string{
@@ -103,6 +107,7 @@ var variantNames = [...]string{
 	ReacquireCountsRefusal: "extension counts a refusal",
 	ReacquireUnreleased:    "re-created key left out of the Unlock",
 	LateGrantSettled:       "late grant settled at the decision",
+	RollingMidExtension:    "rolling restart while an extension decides",
 }
 
 //go:norace
@@ -167,6 +172,12 @@ type Config struct {
 	// token) and counts it; once a hold has sent one, its Unlock releases on
 	// every node.
 	Reacquire bool
+	// Rolling: rolling restarts. One node is down at a time, and it may
+	// also come back empty while the key of a hold within its validity is
+	// on it, provided that hold has no extension deciding and keeps its key
+	// of its current epoch on a quorum of the other nodes (the rest of
+	// assumption A stands).
+	Rolling bool
 	// PromptReplies: a reply reaches the client in the step the node ran
 	// the call (a slow reply is still modelled by a timeout and a late
 	// reply). A coarser network, for bounds that are too large otherwise.
@@ -230,6 +241,9 @@ func (c Config) String() string {
 	}
 	if c.Reacquire {
 		s += " reacquire"
+	}
+	if c.Rolling {
+		s += " rolling"
 	}
 	if !c.PromptReplies {
 		s += " network"

@@ -38,7 +38,9 @@
 //     clock; a key expires (with exact clocks, only after the validity of
 //     the hold's epoch that set or refreshed it; without a timing
 //     assumption, at any moment); a waiting-set entry's lease runs out; an
-//     empty restart drops the set.
+//     empty restart drops the set; rolling restarts (Config.Rolling), one
+//     node at a time, back empty under a valid hold's key that the hold
+//     keeps on a quorum of the others.
 //
 // Properties: fencing order (B started after A returned ⇒ B's token >
 // A's), unique tokens, mutual exclusion within validity (with exact

@@ -50,13 +50,17 @@ var (
 	n3ReacquireExpiry  = Config{Nodes: 3, Clients: 3, Attempts: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true}
 	n3ReacquireExpiry2 = Config{Nodes: 3, Clients: 2, Attempts: 1, Expiries: 2, Extends: 1, Reacquire: true, PromptReplies: true}
 	n3ReacquireCrash   = Config{Nodes: 3, Clients: 2, Attempts: 1, Crashes: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true}
+	// Rolling restarts: one node down at a time, back empty even while a
+	// hold within its validity has its key there, if that hold keeps its
+	// current key on a quorum of the others and is not extending.
+	n3Rolling = Config{Nodes: 3, Clients: 2, Attempts: 1, Crashes: 2, Extends: 2, Reacquire: true, Rolling: true, PromptReplies: true}
 	// A deadline and an extension: a late grant's step back lands after an
 	// extension counted its node (TestModelExtendStepBack).
 	n3TimeoutExtend = with(n3Timeout, func(c *Config) { c.Extends = 1 })
 )
 
 var defaultBounds = []Config{n3, n3Network, n3Crash, n3Expiry, n3AnyTiming, n3Split, n3Timeout, n3GiveUp, n5Network, n5Crash, n5Expiry, n3Retry, n3RetryLease,
-	n3Extend, n3Reacquire, n3ReacquireExpiry, n3ReacquireExpiry2, n3ReacquireCrash}
+	n3Extend, n3Reacquire, n3ReacquireExpiry, n3ReacquireExpiry2, n3ReacquireCrash, n3Rolling}
 
 // largeBounds: go test -run Model -model.large ./internal/protomodel
 var largeBounds = []Config{
@@ -76,6 +80,7 @@ var largeBounds = []Config{
 	{Nodes: 3, Clients: 2, Attempts: 2, Extends: 1, Reacquire: true},
 	{Nodes: 5, Clients: 2, Attempts: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true},
 	{Nodes: 5, Clients: 2, Attempts: 1, Crashes: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	with(n3Rolling, func(c *Config) { c.Reacquire = false }),
 }
 
 func with(c Config, f func(*Config)) Config {
@@ -179,6 +184,8 @@ func TestModelAssumptions(t *testing.T) {
 	drift.CheckExclusion = true
 	early := n3Crash
 	early.Variant = AmnesiaEarly
+	rolling := n3Rolling
+	rolling.Variant = RollingMidExtension
 	for _, tc := range []struct {
 		name  string
 		bound Config
@@ -188,6 +195,9 @@ func TestModelAssumptions(t *testing.T) {
 		{"unbounded drift", drift, MutualExclusion},
 		{"holder paused past its validity", pause, MutualExclusion},
 		{"amnesia while an acquisition is in flight", early, UniqueTokens},
+		// An extension counted the node's yes before it restarted empty:
+		// its new epoch has a key on one node, the old epoch's keys expire.
+		{"rolling restart while an extension decides", rolling, MutualExclusion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := explore(t, tc.bound)

@@ -187,7 +187,7 @@ func (m *Model) mayForget(s *State, i int) bool {
 	if m.cfg.Timing == AnyTiming && v != AmnesiaUnhealed && v != AmnesiaEarly {
 		return false
 	}
-	if nd.key != 0 && !m.mayExpire(s, i) {
+	if nd.key != 0 && !m.mayExpire(s, i) && !(m.cfg.Rolling && m.keptElsewhere(s, i)) {
 		return false
 	}
 	if v != AmnesiaEarly {
@@ -208,4 +208,34 @@ func mayLoseCounter(c *Config, s *State, i int) bool {
 		return false
 	}
 	return !s.nodes[i].up || int(s.crashes) < c.Crashes
+}
+
+// keptElsewhere: the hold whose key is on node i has no extension
+// deciding (one that counted i's yes would count a key that is gone), and
+// keeps a key that may not expire yet on a quorum of the other nodes.
+//
+//go:norace
+func (m *Model) keptElsewhere(s *State, i int) bool {
+	k, n := s.nodes[i].key, 0
+	if s.attempts[k-1].extending && m.cfg.Variant != RollingMidExtension {
+		return false
+	}
+	for j := range m.cfg.Nodes {
+		if j != i && s.nodes[j].key == k && !m.mayExpire(s, j) {
+			n++
+		}
+	}
+	return n >= m.cfg.quorum()
+}
+
+// allUp: no node is down (a rolling restart takes one node at a time).
+//
+//go:norace
+func (m *Model) allUp(s *State) bool {
+	for i := range m.cfg.Nodes {
+		if !s.nodes[i].up {
+			return false
+		}
+	}
+	return true
 }

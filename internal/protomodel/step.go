@@ -199,7 +199,7 @@ func (m *Model) enabled(s *State, steps []step) []step {
 					steps = append(steps, step{kind: stepUnlockRelease, h: hh, n: ii})
 				}
 			}
-			if int(s.crashes) < c.Crashes {
+			if int(s.crashes) < c.Crashes && (!c.Rolling || m.allUp(s)) {
 				steps = append(steps, step{kind: stepCrash, n: ii})
 			}
 		} else {

@@ -188,11 +188,14 @@ func (m *Model) enabled(s *State, steps []step) []step {
 					steps = append(steps, step{kind: stepHeal, h: hh, n: ii})
 				}
 				// The hold's extend call is queued behind its acquire, and
-				// its releases (all sent after it) behind the extend call.
+				// the releases sent after it behind the extend call: those
+				// of a hold that ended. No release is sent while a hold is
+				// on, so one pending then was sent before the extension: it
+				// may land at any time (a release that failed is sent again).
 				if sl.ext == askedLate || sl.ext == asked && sl.acq != asked {
 					steps = append(steps, step{kind: stepExtRun, h: hh, n: ii})
 				}
-				if sl.release && sl.ext != asked {
+				if sl.release && (sl.ext != asked || s.attempts[h].phase == holding) {
 					steps = append(steps, step{kind: stepRelease, h: hh, n: ii})
 				}
 				if sl.unlock && sl.acq != asked && sl.ext != asked { // queued behind the acquire

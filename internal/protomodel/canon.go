@@ -64,10 +64,11 @@ func (s *State) rebase(c *Config) {
 }
 
 const (
-	slotBytes = 3
+	slotBytes = 4
 	colHead   = 7 // then one byte per client: its entry in the waiting set
 	attBytes  = 6
-	maxEnc    = 7 + 8 + maxAttempts*attBytes + MaxClients + MaxNodes*(colHead+MaxClients+maxAttempts*slotBytes)
+	headBytes = 8 // the run's counts of faults, extensions and bad
+	maxEnc    = headBytes + 8 + maxAttempts*attBytes + MaxClients + MaxNodes*(colHead+MaxClients+maxAttempts*slotBytes)
 )
 
 // encode writes the state's canonical form, the least of its encodings
@@ -91,7 +92,7 @@ func (s *State) encode(c *Config, buf *[maxEnc]byte) []byte {
 		for k := range c.Attempts {
 			a := &s.attempts[cl*c.Attempts+k]
 			key := keys[cl][k*attBytes:]
-			key[0], key[1], key[2], key[3], key[4], key[5] = byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks, a.since
+			key[0], key[1], key[2], key[3], key[4], key[5] = a.flags(), a.floor, a.token, a.at, a.reasks, a.since
 		}
 	}
 	var alt [maxEnc]byte
@@ -147,7 +148,7 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 	// bad is part of the form: a step that breaks a property must not lead
 	// to a known state reached by a run that broke nothing (the fairness
 	// check leaves no trace in the state after it).
-	b = append(b, s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases, byte(s.bad))
+	b = append(b, s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases, s.extends, byte(s.bad))
 	r := s.returned
 	for range 8 {
 		b = append(b, byte(r))
@@ -155,7 +156,7 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 	}
 	for _, h := range order[:na] {
 		a := &s.attempts[h]
-		b = append(b, byte(a.phase)|bit(a.won, 3)|bit(a.expired, 4), a.floor, a.token, a.at, a.reasks, a.since)
+		b = append(b, a.flags(), a.floor, a.token, a.at, a.reasks, a.since)
 	}
 	for _, k := range back[:c.Clients] {
 		b = append(b, s.waits[k])
@@ -178,7 +179,7 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 				}
 			}
 		}
-		b = append(b, bit(nd.up, 0)|bit(nd.skewed, 1)|bit(nd.healed, 2), rename[nd.key], nd.counter,
+		b = append(b, bit(nd.up, 0)|bit(nd.skewed, 1)|bit(nd.healed, 2)|byte(nd.age)<<3, rename[nd.key], nd.counter,
 			byte(inflight), byte(inflight>>8), byte(guard), byte(guard>>8))
 		for _, k := range back[:c.Clients] {
 			b = append(b, nd.wait[k])
@@ -188,7 +189,8 @@ func (s *State) encodeAs(c *Config, p *[MaxClients]uint8, buf *[maxEnc]byte) []b
 			b = append(b,
 				byte(sl.acq)|bit(sl.granted, 3)|sl.group<<4|bit(sl.heal, 6)|bit(sl.release, 7),
 				sl.counter,
-				byte(sl.raise)|bit(sl.raiseOK, 3)|bit(sl.unlock, 4))
+				byte(sl.raise)|bit(sl.raiseOK, 3)|bit(sl.unlock, 4),
+				byte(sl.ext)|byte(sl.extReply)<<3)
 		}
 	}
 	sortColumns(b[start:], col, c.Nodes)
@@ -251,15 +253,16 @@ func fingerprint(b []byte) uint64 {
 func (s *State) decode(c *Config, b []byte) {
 	na := c.Clients * c.Attempts
 	*s = State{}
-	s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases = b[0], b[1], b[2], b[3], b[4], b[5]
-	s.bad = badness(b[6])
+	s.crashes, s.timeouts, s.giveups, s.expiries, s.retries, s.leases, s.extends = b[0], b[1], b[2], b[3], b[4], b[5], b[6]
+	s.bad = badness(b[7])
 	for k := range 8 {
-		s.returned |= uint64(b[7+k]) << (8 * k)
+		s.returned |= uint64(b[headBytes+k]) << (8 * k)
 	}
-	b = b[15:]
+	b = b[headBytes+8:]
 	for h := range na {
 		a := &s.attempts[h]
 		a.phase, a.won, a.expired = phase(b[0]&7), b[0]&(1<<3) != 0, b[0]&(1<<4) != 0
+		a.extending, a.extExpired, a.sentExt = b[0]&(1<<5) != 0, b[0]&(1<<6) != 0, b[0]&(1<<7) != 0
 		a.floor, a.token, a.at, a.reasks, a.since = b[1], b[2], b[3], b[4], b[5]
 		b = b[attBytes:]
 	}
@@ -267,7 +270,7 @@ func (s *State) decode(c *Config, b []byte) {
 	b = b[c.Clients:]
 	for i := range c.Nodes {
 		nd := &s.nodes[i]
-		nd.up, nd.skewed, nd.healed, nd.key, nd.counter = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0, b[1], b[2]
+		nd.up, nd.skewed, nd.healed, nd.age, nd.key, nd.counter = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0, keyAge(b[0]>>3&3), b[1], b[2]
 		nd.inflight = uint16(b[3]) | uint16(b[4])<<8
 		guard := uint16(b[5]) | uint16(b[6])<<8
 		for y := range c.Clients {
@@ -285,7 +288,15 @@ func (s *State) decode(c *Config, b []byte) {
 			sl.heal, sl.release = b[0]&(1<<6) != 0, b[0]&(1<<7) != 0
 			sl.counter = b[1]
 			sl.raise, sl.raiseOK, sl.unlock = raiseCall(b[2]&7), b[2]&(1<<3) != 0, b[2]&(1<<4) != 0
+			sl.ext, sl.extReply = call(b[3]&7), extReply(b[3]>>3&3)
 			b = b[slotBytes:]
 		}
 	}
+}
+
+// flags packs an attempt's phase and flags into one byte of its form.
+//
+//go:norace
+func (a *attempt) flags() byte {
+	return byte(a.phase) | bit(a.won, 3) | bit(a.expired, 4) | bit(a.extending, 5) | bit(a.extExpired, 6) | bit(a.sentExt, 7)
 }

@@ -12,9 +12,10 @@ const (
 	// MutualExclusion: no two Locks are held within their validity at once
 	// (with Pause: no two Locks are held at once, validity or not).
 	MutualExclusion Property = "mutual exclusion"
-	// NoGrantLeftBehind: a key whose attempt failed or was unlocked is on
-	// its way out: a release or the acquire's reply (which releases it when
-	// it arrives) is still on the wire.
+	// NoGrantLeftBehind: a key whose attempt failed or was unlocked (a
+	// grant, or a key an extension re-created) is on its way out: a release
+	// or the reply that releases it when it arrives (the acquire's, a late
+	// re-create's) is still on the wire.
 	NoGrantLeftBehind Property = "no grant left behind"
 	// Fairness: a client does not return a Lock while an older client
 	// waits whose entry was on every node of a quorum, without a gap, since
@@ -67,7 +68,9 @@ func (m *Model) broken(s *State) Property {
 			continue
 		}
 		sl := &nd.slots[nd.key-1]
-		if !sl.release && !sl.unlock && sl.acq != replied && sl.acq != repliedLate {
+		// A late re-create's reply steps back when it arrives (extend.go).
+		late := sl.ext == repliedLate && sl.extReply == extRecreated
+		if !sl.release && !sl.unlock && sl.acq != replied && sl.acq != repliedLate && !late {
 			return NoGrantLeftBehind
 		}
 	}

@@ -160,13 +160,18 @@ func (m *Model) fail(s *State, h int) {
 // acquire: one queue per key and node). A grant that answers a re-ask of a
 // refusing node after this steps back (receive); so does one that answers
 // after its call timed out (receiveLate). Answers still to come heal.
+// With the option, once the hold has sent an extension, every node: one
+// that refused the acquire may hold a re-created key (the release reaches
+// it after the extension: one queue).
 //
 //go:norace
 func (m *Model) unlock(s *State, h int) {
-	s.attempts[h].phase = ended
+	a := &s.attempts[h]
+	everyNode := a.sentExt && m.recreates() && m.cfg.Variant != ReacquireUnreleased
+	a.phase = ended
 	for i := range m.cfg.Nodes {
 		sl := &s.nodes[i].slots[h]
-		if (sl.acq == answered && sl.granted) || sl.acq.failed() || sl.acq.waiting() && sl.group == 0 {
+		if everyNode || (sl.acq == answered && sl.granted) || sl.acq.failed() || sl.acq.waiting() && sl.group == 0 {
 			sl.unlock = true
 		}
 	}
@@ -226,7 +231,11 @@ func (m *Model) receive(s *State, h, i int) {
 func (m *Model) receiveLate(s *State, h, i int) {
 	sl := &s.nodes[i].slots[h]
 	sl.acq = timedOut
-	if sl.granted && s.attempts[h].phase != holding {
+	p := s.attempts[h].phase
+	if m.cfg.Variant == LateGrantSettled && p != ended {
+		return // fail releases it (a failed call), or the hold's Unlock does
+	}
+	if sl.granted && p != holding {
 		sl.release = true
 	}
 }

@@ -65,20 +65,49 @@ const (
 	// the waiting set. The caller's place moves from node to node while a
 	// younger waiter collects the nodes it left.
 	GrantRemovesEntry
+	// ReacquireOverwrites (with Reacquire): the re-create is a plain SET,
+	// not SET NX: an extension overwrites another hold's key and counts it.
+	ReacquireOverwrites
+	// ReacquireCountsRefusal (with Reacquire): the extension counts every
+	// answer as a yes, also a node's refusal (another value holds the key,
+	// so its re-create failed).
+	ReacquireCountsRefusal
+	// ReacquireUnreleased (with Reacquire): Unlock leaves out the nodes that
+	// refused the acquire, as without the option, although an extension sent
+	// since may have re-created the key there.
+	ReacquireUnreleased
+	// LateGrantSettled is not a bug but a proposed change: a late grant
+	// (its call had timed out) that answers while its attempt is still
+	// deciding is settled at the decision, as a failed call is: stepped
+	// back if the attempt fails (fail releases every failed node), kept if
+	// it wins (its Unlock releases every failed node). redlock steps it back
+	// at once, and that release, if it lands after an extension of the hold
+	// that won, deletes a key the extension counted (docs/protocol.md,
+	// section 5).
+	LateGrantSettled
+	// RollingMidExtension (with Rolling): drops half of the rolling-restart
+	// assumption. A node restarts empty while the hold whose key it has is
+	// extending: the extension may have counted its yes already.
+	RollingMidExtension
 )
 
 var variantNames = [...]string{
-	Correct:               "correct",
-	RaiseWithoutOwnership: "raise without ownership check",
-	NoRaise:               "no raise",
-	HealLowers:            "heal that lowers a counter",
-	AmnesiaUnhealed:       "amnesia left unhealed",
-	AmnesiaEarly:          "amnesia while an acquisition is in flight",
-	SkewedNodes:           "skewed node clocks",
-	Pause:                 "process pause longer than the validity",
-	LateGrantKept:         "late grant kept",
-	Barging:               "barging",
-	GrantRemovesEntry:     "grant removes the entry",
+	Correct:                "correct",
+	RaiseWithoutOwnership:  "raise without ownership check",
+	NoRaise:                "no raise",
+	HealLowers:             "heal that lowers a counter",
+	AmnesiaUnhealed:        "amnesia left unhealed",
+	AmnesiaEarly:           "amnesia while an acquisition is in flight",
+	SkewedNodes:            "skewed node clocks",
+	Pause:                  "process pause longer than the validity",
+	LateGrantKept:          "late grant kept",
+	Barging:                "barging",
+	GrantRemovesEntry:      "grant removes the entry",
+	ReacquireOverwrites:    "re-create overwrites",
+	ReacquireCountsRefusal: "extension counts a refusal",
+	ReacquireUnreleased:    "re-created key left out of the Unlock",
+	LateGrantSettled:       "late grant settled at the decision",
+	RollingMidExtension:    "rolling restart while an extension decides",
 }
 
 //go:norace
@@ -134,6 +163,21 @@ type Config struct {
 	// wait, younger than every wait begun before it.
 	Retries int
 	Leases  int // waiting-set entries whose lease runs out, in a run
+	// Extends: extensions of holds (Lock.Extend, the watchdog's), in a run
+	// in all. A hold extends only within its validity, one extension at a
+	// time, once the calls of its previous one have all run.
+	Extends int
+	// Reacquire: the option WithReacquireOnExtend. An extension re-creates
+	// the key where it is absent (SET NX PX, counter raised to the hold's
+	// token) and counts it; once a hold has sent one, its Unlock releases on
+	// every node.
+	Reacquire bool
+	// Rolling: rolling restarts. One node is down at a time, and it may
+	// also come back empty while the key of a hold within its validity is
+	// on it, provided that hold has no extension deciding and keeps its key
+	// of its current epoch on a quorum of the other nodes (the rest of
+	// assumption A stands).
+	Rolling bool
 	// PromptReplies: a reply reaches the client in the step the node ran
 	// the call (a slow reply is still modelled by a timeout and a late
 	// reply). A coarser network, for bounds that are too large otherwise.
@@ -173,6 +217,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("protomodel: %d initial counters for %d nodes", len(c.Init), c.Nodes)
 	case c.Skewed > c.Nodes:
 		return fmt.Errorf("protomodel: %d skewed nodes of %d", c.Skewed, c.Nodes)
+	case c.Extends < 0 || c.Extends > 255:
+		return fmt.Errorf("protomodel: %d extensions, want 0..255", c.Extends)
+	case !c.Reacquire && (c.Variant == ReacquireOverwrites || c.Variant == ReacquireCountsRefusal || c.Variant == ReacquireUnreleased):
+		return fmt.Errorf("protomodel: variant %q needs Reacquire", c.Variant)
 	}
 	return nil
 }
@@ -186,10 +234,16 @@ func (c Config) String() string {
 	for _, b := range []struct {
 		name string
 		n    int
-	}{{"crash", c.Crashes}, {"expiry", c.Expiries}, {"reask", c.Reasks}, {"timeout", c.Timeouts}, {"giveup", c.GiveUps}, {"retry", c.Retries}, {"lease", c.Leases}} {
+	}{{"crash", c.Crashes}, {"expiry", c.Expiries}, {"reask", c.Reasks}, {"timeout", c.Timeouts}, {"giveup", c.GiveUps}, {"retry", c.Retries}, {"lease", c.Leases}, {"extend", c.Extends}} {
 		if b.n > 0 {
 			s += fmt.Sprintf(" %s=%d", b.name, b.n)
 		}
+	}
+	if c.Reacquire {
+		s += " reacquire"
+	}
+	if c.Rolling {
+		s += " rolling"
 	}
 	if !c.PromptReplies {
 		s += " network"

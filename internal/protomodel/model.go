@@ -41,9 +41,16 @@ func (m *Model) queuedBehind(s *State, h, i int) bool {
 	k := h % m.cfg.Attempts
 	for e := h - k; e < h; e++ {
 		sl := &s.nodes[i].slots[e]
-		if sl.acq == asked || sl.acq == replied || sl.raise != noRaise && sl.raise != raiseGot || sl.heal || sl.release || sl.unlock {
+		if sl.acq == asked || sl.acq == replied || sl.raise != noRaise && sl.raise != raiseGot || sl.heal || sl.release || sl.unlock ||
+			sl.ext == asked || sl.ext == replied {
 			return true
 		}
 	}
 	return false
 }
+
+// recreates: an extension may put the key back where it is absent (the
+// option WithReacquireOnExtend).
+//
+//go:norace
+func (m *Model) recreates() bool { return m.cfg.Reacquire }

@@ -39,9 +39,28 @@ var (
 	// start it registered; then also a lease that runs out.
 	n3Retry      = with(n3, func(c *Config) { c.Retries = 1 })
 	n3RetryLease = with(n3Retry, func(c *Config) { c.Leases = 1 })
+	// Extend: a hold extends once in a run, without the option and with it
+	// (WithReacquireOnExtend: the extension re-creates a vanished key).
+	n3Extend    = with(n3, func(c *Config) { c.Extends = 1 })
+	n3Reacquire = with(n3Extend, func(c *Config) { c.Reacquire = true })
+	// With the option, keys vanish: a validity runs out among three
+	// contenders; two validities run out (the hold's, then the
+	// extension's own); a node crashes and restarts empty (assumption A)
+	// while a validity may run out.
+	n3ReacquireExpiry  = Config{Nodes: 3, Clients: 3, Attempts: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true}
+	n3ReacquireExpiry2 = Config{Nodes: 3, Clients: 2, Attempts: 1, Expiries: 2, Extends: 1, Reacquire: true, PromptReplies: true}
+	n3ReacquireCrash   = Config{Nodes: 3, Clients: 2, Attempts: 1, Crashes: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true}
+	// Rolling restarts: one node down at a time, back empty even while a
+	// hold within its validity has its key there, if that hold keeps its
+	// current key on a quorum of the others and is not extending.
+	n3Rolling = Config{Nodes: 3, Clients: 2, Attempts: 1, Crashes: 2, Extends: 2, Reacquire: true, Rolling: true, PromptReplies: true}
+	// A deadline and an extension: a late grant's step back lands after an
+	// extension counted its node (TestModelExtendStepBack).
+	n3TimeoutExtend = with(n3Timeout, func(c *Config) { c.Extends = 1 })
 )
 
-var defaultBounds = []Config{n3, n3Network, n3Crash, n3Expiry, n3AnyTiming, n3Split, n3Timeout, n3GiveUp, n5Network, n5Crash, n5Expiry, n3Retry, n3RetryLease}
+var defaultBounds = []Config{n3, n3Network, n3Crash, n3Expiry, n3AnyTiming, n3Split, n3Timeout, n3GiveUp, n5Network, n5Crash, n5Expiry, n3Retry, n3RetryLease,
+	n3Extend, n3Reacquire, n3ReacquireExpiry, n3ReacquireExpiry2, n3ReacquireCrash, n3Rolling}
 
 // largeBounds: go test -run Model -model.large ./internal/protomodel
 var largeBounds = []Config{
@@ -53,6 +72,15 @@ var largeBounds = []Config{
 	{Nodes: 3, Clients: 2, Attempts: 2, Expiries: 1},
 	{Nodes: 3, Clients: 2, Attempts: 3, Retries: 2, PromptReplies: true},
 	{Nodes: 3, Clients: 2, Attempts: 2, Retries: 1},
+	{Nodes: 3, Clients: 2, Attempts: 2, Expiries: 1, Extends: 1, PromptReplies: true},
+	{Nodes: 3, Clients: 2, Attempts: 2, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	{Nodes: 3, Clients: 2, Attempts: 2, Crashes: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	{Nodes: 3, Clients: 3, Attempts: 1, Crashes: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	{Nodes: 3, Clients: 2, Attempts: 2, Extends: 2, Reacquire: true, PromptReplies: true},
+	{Nodes: 3, Clients: 2, Attempts: 2, Extends: 1, Reacquire: true},
+	{Nodes: 5, Clients: 2, Attempts: 1, Expiries: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	{Nodes: 5, Clients: 2, Attempts: 1, Crashes: 1, Extends: 1, Reacquire: true, PromptReplies: true},
+	with(n3Rolling, func(c *Config) { c.Reacquire = false }),
 }
 
 func with(c Config, f func(*Config)) Config {
@@ -121,6 +149,14 @@ func TestModelPlantedBugs(t *testing.T) {
 		// node while a younger waiter collects the nodes it left. It takes a
 		// Lock that tries again with its wait start.
 		{GrantRemovesEntry, n3Retry, []Property{Fairness}},
+		// With the option: a re-create that overwrites another hold's key,
+		// or an extension that counts a node whose re-create failed, lets a
+		// hold whose keys had expired extend while another holds.
+		{ReacquireOverwrites, n3ReacquireExpiry, []Property{MutualExclusion}},
+		{ReacquireCountsRefusal, n3ReacquireExpiry, []Property{MutualExclusion}},
+		// An Unlock that leaves out the nodes that refused the acquire
+		// leaves a key an extension re-created there.
+		{ReacquireUnreleased, n3Reacquire, []Property{NoGrantLeftBehind}},
 	} {
 		t.Run(tc.bound.String()+" "+tc.bug.String(), func(t *testing.T) {
 			c := tc.bound
@@ -148,6 +184,8 @@ func TestModelAssumptions(t *testing.T) {
 	drift.CheckExclusion = true
 	early := n3Crash
 	early.Variant = AmnesiaEarly
+	rolling := n3Rolling
+	rolling.Variant = RollingMidExtension
 	for _, tc := range []struct {
 		name  string
 		bound Config
@@ -157,6 +195,9 @@ func TestModelAssumptions(t *testing.T) {
 		{"unbounded drift", drift, MutualExclusion},
 		{"holder paused past its validity", pause, MutualExclusion},
 		{"amnesia while an acquisition is in flight", early, UniqueTokens},
+		// An extension counted the node's yes before it restarted empty:
+		// its new epoch has a key on one node, the old epoch's keys expire.
+		{"rolling restart while an extension decides", rolling, MutualExclusion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := explore(t, tc.bound)
@@ -223,6 +264,35 @@ func TestModelFairnessForms(t *testing.T) {
 				t.Fatalf("%s violated", r.Violation.Property)
 			case !tc.fair && (r.Violation == nil || r.Violation.Property != Fairness):
 				t.Fatalf("want a %s violation", Fairness)
+			}
+		})
+	}
+}
+
+// TestModelExtendStepBack: a grant that answers after its call timed out,
+// while its attempt is still deciding, is stepped back at once (redlock's
+// attempt.late). If the attempt then wins, that release carries the hold's
+// own value; landing after an extension of the hold (a release that failed
+// and is sent again, or that timed out and arrives late, is no longer in
+// order with the hold's later calls), it deletes a key the extension
+// counted, and another client acquires within the extended validity. With
+// the option or without it. Settling such a grant at the decision instead
+// (LateGrantSettled) passes the bound, and with the option too
+// (-model.large: it is a few million states).
+func TestModelExtendStepBack(t *testing.T) {
+	r := explore(t, n3TimeoutExtend)
+	if r.Violation == nil || r.Violation.Property != MutualExclusion {
+		t.Fatalf("want a %s violation", MutualExclusion)
+	}
+	if !*large {
+		return
+	}
+	for _, c := range []Config{n3TimeoutExtend, with(n3TimeoutExtend, func(c *Config) { c.Reacquire = true })} {
+		c.Variant = LateGrantSettled
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			if r := explore(t, c); r.Violation != nil {
+				t.Fatalf("%s violated", r.Violation.Property)
 			}
 		})
 	}

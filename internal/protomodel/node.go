@@ -101,8 +101,11 @@ func (m *Model) runUnlockRelease(s *State, h, i int) {
 // mayExpire: node i's key may run out now. With exact clocks a key lives
 // at least until the validity of the attempt that set it ran out (it was
 // set at or after the attempt's start, for ttl; the validity is that minus
-// the drift allowance). Keys of attempts that hold no valid lock may go at
-// any time: that only lets others in sooner.
+// the drift allowance); a key an extension refreshed or re-created, until
+// the validity of that extension's epoch ran out (extend.go). Keys of
+// attempts that hold no valid lock may go at any time, and so may keys of
+// an earlier epoch (they live somewhat longer in truth): that only lets
+// others in sooner.
 //
 //go:norace
 func (m *Model) mayExpire(s *State, i int) bool {
@@ -111,7 +114,16 @@ func (m *Model) mayExpire(s *State, i int) bool {
 		return false
 	}
 	a := &s.attempts[nd.key-1]
-	return m.cfg.Timing == AnyTiming || nd.skewed || a.expired || a.phase == ended
+	if m.cfg.Timing == AnyTiming || nd.skewed || a.phase == ended {
+		return true
+	}
+	switch nd.age {
+	case ageStale:
+		return true
+	case agePending:
+		return a.extExpired
+	}
+	return a.expired
 }
 
 // crash takes node i down, noting what a restart without data will need.
@@ -133,7 +145,7 @@ func (m *Model) crash(s *State, i int) {
 //go:norace
 func (m *Model) restartEmpty(s *State, i int) {
 	nd := &s.nodes[i]
-	nd.up, nd.healed, nd.inflight, nd.key, nd.counter = true, false, 0, 0, 0
+	nd.up, nd.healed, nd.inflight, nd.key, nd.age, nd.counter = true, false, 0, 0, ageCurrent, 0
 	for x := range m.cfg.Clients {
 		m.loseEntry(s, i, x)
 	}
@@ -175,7 +187,7 @@ func (m *Model) mayForget(s *State, i int) bool {
 	if m.cfg.Timing == AnyTiming && v != AmnesiaUnhealed && v != AmnesiaEarly {
 		return false
 	}
-	if nd.key != 0 && !m.mayExpire(s, i) {
+	if nd.key != 0 && !m.mayExpire(s, i) && !(m.cfg.Rolling && m.keptElsewhere(s, i)) {
 		return false
 	}
 	if v != AmnesiaEarly {
@@ -196,4 +208,34 @@ func mayLoseCounter(c *Config, s *State, i int) bool {
 		return false
 	}
 	return !s.nodes[i].up || int(s.crashes) < c.Crashes
+}
+
+// keptElsewhere: the hold whose key is on node i has no extension
+// deciding (one that counted i's yes would count a key that is gone), and
+// keeps a key that may not expire yet on a quorum of the other nodes.
+//
+//go:norace
+func (m *Model) keptElsewhere(s *State, i int) bool {
+	k, n := s.nodes[i].key, 0
+	if s.attempts[k-1].extending && m.cfg.Variant != RollingMidExtension {
+		return false
+	}
+	for j := range m.cfg.Nodes {
+		if j != i && s.nodes[j].key == k && !m.mayExpire(s, j) {
+			n++
+		}
+	}
+	return n >= m.cfg.quorum()
+}
+
+// allUp: no node is down (a rolling restart takes one node at a time).
+//
+//go:norace
+func (m *Model) allUp(s *State) bool {
+	for i := range m.cfg.Nodes {
+		if !s.nodes[i].up {
+			return false
+		}
+	}
+	return true
 }

@@ -55,13 +55,41 @@ type slot struct {
 	// unlock: the Unlock's compare-and-delete is on the wire; where it
 	// deletes, it also ends the client's entry if that is still the hold's.
 	unlock bool
+	// ext is where the hold's extend call to this node is (the call states
+	// of an acquire; a timed-out one is askedLate or repliedLate until it
+	// runs and its reply comes); extReply is the node's reply.
+	ext      call
+	extReply extReply
 }
+
+// extReply is what the extend script (or, with the option, the reacquire
+// script) answered.
+type extReply uint8
+
+const (
+	extRefused   extReply = iota // 0: another value holds the key, or (without the option) none does
+	extExtended                  // 1: the key held the hold's value: PEXPIRE
+	extRecreated                 // 2: the key was absent: SET NX PX, counter raised to the token
+)
+
+// keyAge says which validity epoch of its hold the key lives for, relative
+// to the hold's current epoch (the acquire, or its last successful
+// extension). With exact clocks a key set or refreshed for an epoch lives at
+// least until that epoch's validity ran out.
+type keyAge uint8
+
+const (
+	ageCurrent keyAge = iota // set by the acquire or the current epoch's extension (or one whose outcome was unknown)
+	agePending               // refreshed by the extension now deciding
+	ageStale                 // refreshed for an earlier epoch: it may expire at any time (permissive)
+)
 
 // node is a Redis node: one lock key and the fence counter of its slot.
 type node struct {
 	up      bool
 	skewed  bool  // its clock may run past the drift bound (SkewedNodes)
 	key     uint8 // 1 + the attempt whose value the key holds; 0: no key
+	age     keyAge
 	counter uint8
 	// While down: what held when it crashed (see mayForget).
 	healed   bool   // the other nodes kept the highest counter on a quorum
@@ -88,13 +116,18 @@ const (
 // attempt is one acquisition by one client: start, grants, token, hold.
 type attempt struct {
 	phase   phase
-	won     bool  // it returned a Lock
-	expired bool  // its validity ran out on the client's clock
-	floor   uint8 // the highest token returned before it started
-	token   uint8 // t, once computed; carried by its raises and heals
-	at      uint8 // |P|: grants whose counter was t
-	reasks  uint8
-	since   uint8 // the wait start its acquire calls carry (a since rank)
+	won     bool // it returned a Lock
+	expired bool // its validity ran out on the client's clock
+	// extending: an extension is deciding (one at a time per hold);
+	// extExpired: that extension's own validity, which began when it was
+	// sent, ran out too (so it can only fail). sentExt: the hold has sent
+	// an extension (with the option, its Unlock goes to every node).
+	extending, extExpired, sentExt bool
+	floor                          uint8 // the highest token returned before it started
+	token                          uint8 // t, once computed; carried by its raises and heals
+	at                             uint8 // |P|: grants whose counter was t
+	reasks                         uint8
+	since                          uint8 // the wait start its acquire calls carry (a since rank)
 }
 
 // State is one state of the model. It is a value: copying it copies all.
@@ -107,6 +140,7 @@ type State struct {
 	expiries uint8
 	retries  uint8
 	leases   uint8
+	extends  uint8
 	returned uint64 // bit t: a Lock with token t was returned
 	// waits[c]: the wait start of client c's wait (a since rank), 0 when it
 	// is not waiting (it holds, or has not begun).
@@ -160,6 +194,19 @@ func (s *State) tidy(m *Model) {
 	c := &m.cfg
 	n := c.Nodes
 	defer m.tidyWaits(s)
+	for i := range n {
+		// A key's epoch matters only while its hold is on and may still
+		// be within a validity: a stale key of a hold whose validity ran
+		// out is one that may expire, as a current one.
+		nd := &s.nodes[i]
+		if nd.key == 0 {
+			nd.age = ageCurrent
+			continue
+		}
+		if a := &s.attempts[nd.key-1]; a.phase == ended || a.expired && nd.age == ageStale {
+			nd.age = ageCurrent
+		}
+	}
 	for h := range c.Clients * c.Attempts {
 		a := &s.attempts[h]
 		if a.phase == unstarted {
@@ -185,7 +232,8 @@ func (s *State) tidy(m *Model) {
 			if sl.acq == replied && !sl.granted && a.phase == ended && !a.won {
 				sl.acq = idle // settle(abandoned, 0) of a refusal does nothing
 			}
-			keyMayCome := nd.key == uint8(h+1) || sl.acq == asked || sl.acq == askedLate
+			keyMayCome := nd.key == uint8(h+1) || sl.acq == asked || sl.acq == askedLate ||
+				m.recreates() && (sl.ext == asked || sl.ext == askedLate)
 			if !keyMayCome {
 				// Neither release can delete anything now, and an Unlock's
 				// touches the waiting set only where it deletes.
@@ -208,10 +256,21 @@ func (s *State) tidy(m *Model) {
 					sl.raise, sl.raiseOK = noRaise, false
 				}
 			}
-			busy = busy || sl.acq.onWire() || sl.raise != noRaise || sl.heal || sl.release || sl.unlock
+			if !a.extending {
+				// Nobody counts an extend reply once its extension decided.
+				// Only a late re-create of a hold that ended is still read
+				// (it steps back); while the hold is on, the Unlock's
+				// release, sent after it ran, removes the key.
+				switch {
+				case sl.ext == replied || sl.ext == answered,
+					sl.ext == repliedLate && (sl.extReply != extRecreated || a.phase != ended):
+					sl.ext, sl.extReply = idle, extRefused
+				}
+			}
+			busy = busy || sl.acq.onWire() || sl.raise != noRaise || sl.heal || sl.release || sl.unlock || sl.ext.onWire()
 		}
 		if a.phase == ended {
-			a.expired = false
+			a.expired, a.extExpired, a.sentExt = false, false, false
 			if !busy {
 				a.token, a.won = 0, false
 			}

@@ -23,6 +23,11 @@ const (
 	stepCrash
 	stepRestartEmpty
 	stepLease
+	stepExtend
+	stepExtRun
+	stepExtReply
+	stepExtLateReply
+	stepExtDeadline
 )
 
 // step is one event: what happened, to which attempt (h), node (n), ask
@@ -69,6 +74,11 @@ func (m *Model) enabled(s *State, steps []step) []step {
 			case repliedLate:
 				return append(steps, step{kind: stepLateReply, h: uint8(h), n: uint8(i)})
 			}
+			// Likewise a late extend reply once its extension decided (the
+			// only one tidy keeps: a re-create, for a hold that ended).
+			if !s.attempts[h].extending && s.nodes[i].slots[h].ext == repliedLate {
+				return append(steps, step{kind: stepExtLateReply, h: uint8(h), n: uint8(i)})
+			}
 		}
 	}
 	// Clients: start, decide, give up, unlock; validity; replies.
@@ -110,9 +120,20 @@ func (m *Model) enabled(s *State, steps []step) []step {
 				}
 			}
 		case holding:
-			steps = append(steps, step{kind: stepUnlock, h: hh})
+			// Unlock waits for an extension deciding (Lock.serial).
+			if !a.extending {
+				steps = append(steps, step{kind: stepUnlock, h: hh})
+			}
+			if m.mayExtend(s, h) {
+				steps = append(steps, step{kind: stepExtend, h: hh})
+			}
+			if a.extending && int(s.timeouts) < c.Timeouts {
+				steps = append(steps, step{kind: stepExtDeadline, h: hh})
+			}
 		}
-		if int(s.expiries) < c.Expiries && !a.expired && a.phase != ended {
+		// A validity runs out: the hold's, then (while an extension decides)
+		// that extension's own, which began later.
+		if int(s.expiries) < c.Expiries && a.phase != ended && (!a.expired || a.extending && !a.extExpired) {
 			steps = append(steps, step{kind: stepValidity, h: hh})
 		}
 		if (a.phase == acquiring || a.phase == raising) && int(s.timeouts) < c.Timeouts {
@@ -141,6 +162,9 @@ func (m *Model) enabled(s *State, steps []step) []step {
 			if sl.raise == raiseReplied {
 				steps = append(steps, step{kind: stepRaiseReply, h: hh, n: uint8(i)})
 			}
+			if sl.ext == replied {
+				steps = append(steps, step{kind: stepExtReply, h: hh, n: uint8(i)})
+			}
 		}
 	}
 	// Nodes: scripts, crashes, restarts, expiry.
@@ -163,14 +187,22 @@ func (m *Model) enabled(s *State, steps []step) []step {
 				if sl.heal {
 					steps = append(steps, step{kind: stepHeal, h: hh, n: ii})
 				}
-				if sl.release {
+				// The hold's extend call is queued behind its acquire, and
+				// the releases sent after it behind the extend call: those
+				// of a hold that ended. No release is sent while a hold is
+				// on, so one pending then was sent before the extension: it
+				// may land at any time (a release that failed is sent again).
+				if sl.ext == askedLate || sl.ext == asked && sl.acq != asked {
+					steps = append(steps, step{kind: stepExtRun, h: hh, n: ii})
+				}
+				if sl.release && (sl.ext != asked || s.attempts[h].phase == holding) {
 					steps = append(steps, step{kind: stepRelease, h: hh, n: ii})
 				}
-				if sl.unlock && sl.acq != asked { // queued behind the acquire
+				if sl.unlock && sl.acq != asked && sl.ext != asked { // queued behind the acquire
 					steps = append(steps, step{kind: stepUnlockRelease, h: hh, n: ii})
 				}
 			}
-			if int(s.crashes) < c.Crashes {
+			if int(s.crashes) < c.Crashes && (!c.Rolling || m.allUp(s)) {
 				steps = append(steps, step{kind: stepCrash, n: ii})
 			}
 		} else {
@@ -237,7 +269,11 @@ func (m *Model) apply(s *State, st step) {
 	case stepUnlock:
 		m.unlock(s, h)
 	case stepValidity:
-		s.attempts[h].expired = true
+		if a := &s.attempts[h]; a.expired {
+			a.extExpired = true
+		} else {
+			a.expired = true
+		}
 		s.expiries++
 	case stepExpire:
 		s.nodes[i].key = 0
@@ -248,5 +284,19 @@ func (m *Model) apply(s *State, st step) {
 	case stepLease:
 		m.loseEntry(s, i, h)
 		s.leases++
+	case stepExtend:
+		m.extend(s, h)
+	case stepExtRun:
+		m.runExtend(s, h, i)
+		if m.cfg.PromptReplies && s.nodes[i].slots[h].ext == replied {
+			m.receiveExt(s, h, i)
+		}
+	case stepExtReply:
+		m.receiveExt(s, h, i)
+	case stepExtLateReply:
+		m.receiveExtLate(s, h, i)
+	case stepExtDeadline:
+		m.extDeadline(s, h)
+		s.timeouts++
 	}
 }

@@ -85,7 +85,7 @@ func (m *Model) describe(s *State, st step, after *State) string {
 			d = fmt.Sprintf("%s releases %s (Unlock)", nodeName(i), a)
 		}
 	case stepUnlock:
-		d = fmt.Sprintf("%s unlocks", a)
+		return fmt.Sprintf("%s unlocks", a)
 	case stepValidity:
 		d = fmt.Sprintf("%s's validity runs out", a)
 	case stepExpire:
@@ -97,6 +97,29 @@ func (m *Model) describe(s *State, st step, after *State) string {
 	case stepLease:
 		d = fmt.Sprintf("%s: c%d's lease ends", nodeName(i), h+1)
 		return d
+	case stepExtend:
+		d = fmt.Sprintf("%s extends", a)
+	case stepExtRun:
+		// Read off the key: a reply read at once is forgotten (tidy).
+		before, own := s.nodes[i].key, uint8(h+1)
+		switch {
+		case before == own:
+			d = fmt.Sprintf("%s extends %s", nodeName(i), a)
+		case after.nodes[i].key == own && before != 0:
+			d = fmt.Sprintf("%s overwrites %s's key for %s, counter %d", nodeName(i), m.who(int(before)-1), a, after.nodes[i].counter)
+		case after.nodes[i].key == own:
+			d = fmt.Sprintf("%s re-creates %s's key, counter %d", nodeName(i), a, after.nodes[i].counter)
+		case s.nodes[i].key != 0:
+			d = fmt.Sprintf("%s refuses %s's extension (held by %s)", nodeName(i), a, m.who(int(s.nodes[i].key)-1))
+		default:
+			d = fmt.Sprintf("%s refuses %s's extension (no key)", nodeName(i), a)
+		}
+	case stepExtReply:
+		d = fmt.Sprintf("%s reads %s's extend reply", a, nodeName(i))
+	case stepExtLateReply:
+		d = fmt.Sprintf("%s reads %s's late extend reply", a, nodeName(i))
+	case stepExtDeadline:
+		return fmt.Sprintf("%s: extend calls time out, outcome unknown", a)
 	}
 	return d + m.outcome(s, h, after)
 }
@@ -106,6 +129,9 @@ func (m *Model) describe(s *State, st step, after *State) string {
 //go:norace
 func (m *Model) outcome(s *State, h int, after *State) string {
 	b, a := &s.attempts[h], &after.attempts[h]
+	if b.extending && !a.extending && a.phase == holding {
+		return ": EXTENDED" // an unknown outcome comes of a deadline alone: describe
+	}
 	if b.phase == a.phase {
 		return ""
 	}
@@ -113,8 +139,14 @@ func (m *Model) outcome(s *State, h int, after *State) string {
 	case raising:
 		return fmt.Sprintf(": t=%d on %d, raise", a.token, a.at)
 	case holding:
+		if b.phase == holding {
+			break
+		}
 		return fmt.Sprintf(": LOCK, token %d", a.token)
 	case ended:
+		if b.phase == holding {
+			return ": extension lost, Unlock follows"
+		}
 		if b.phase == acquiring || b.phase == raising {
 			return ": fails"
 		}
@@ -182,6 +214,12 @@ func (m *Model) render(s *State) string {
 			if sl.unlock {
 				wire = append(wire, "unlock "+to)
 			}
+			switch sl.ext {
+			case asked, askedLate:
+				wire = append(wire, "extend "+to)
+			case replied, repliedLate:
+				wire = append(wire, fmt.Sprintf("extend reply %d %s", sl.extReply, to))
+			}
 		}
 	}
 	if len(wire) > 0 {
@@ -205,6 +243,9 @@ func (m *Model) phaseName(a *attempt) string {
 	}
 	if a.expired {
 		p += ",expired"
+	}
+	if a.extending {
+		p += ",extending"
 	}
 	return p
 }

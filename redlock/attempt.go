@@ -222,9 +222,15 @@ func asCounter(v any) (uint64, error) {
 }
 
 // late handles a reply that came after node i's call had already counted
-// as timed out: a grant there is real, so it is released unless the hold is
-// on; a hold that is on keeps it, and Unlock's release (sent to every node
-// that failed) or the TTL removes it.
+// as timed out: a grant there is real. Once the attempt has failed or its
+// hold was unlocked, it is released. Until then it is the failed call it
+// was counted as: a failing attempt steps back every node whose call
+// failed (fail, abandon), and a hold's Unlock sends its release to every
+// node that failed, or the TTL removes it. It is not stepped back while the
+// attempt decides: if the attempt wins, that release carries the hold's own
+// value, and one that fails and is sent again (owe) can land after an
+// extension counted the node, deleting a key the extension relied on
+// (docs/protocol.md, section 4: the model found it).
 func (a *attempt) late(i int, v any) {
 	r := a.parse(i, v, nil)
 	if !r.granted {
@@ -233,7 +239,7 @@ func (a *attempt) late(i int, v any) {
 	a.mu.Lock()
 	state := a.state
 	a.mu.Unlock()
-	if state != acquired {
+	if state == abandoned || state == unlocked {
 		a.stepBack(i)
 	}
 }

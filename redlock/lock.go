@@ -308,8 +308,19 @@ func (s reacquireSink) answer(i int, v any, err error) {
 }
 
 func (s reacquireSink) late(i int, v any) {
-	if asInt(v) == 2 {
-		s.l.noteReacquired(i)
+	if asInt(v) != 2 {
+		return
+	}
+	s.l.noteReacquired(i)
+	// A re-create that answers after its call timed out, for a hold that
+	// ended other than by Unlock, is stepped back: nothing else would
+	// remove it before its TTL. An Unlock's release follows it on the
+	// node's queue.
+	s.l.mu.Lock()
+	over := s.l.ended && !s.l.unlocked
+	s.l.mu.Unlock()
+	if over {
+		s.l.a.stepBack(i)
 	}
 }
 

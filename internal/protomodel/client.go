@@ -224,15 +224,17 @@ func (m *Model) receive(s *State, h, i int) {
 }
 
 // receiveLate is attempt.late: a grant that comes after its call timed out
-// steps back unless the hold is on (which the Unlock's release, sent to
-// every node that failed, or the TTL ends).
+// steps back once its attempt has ended. While the attempt decides it is
+// left to the decision, as the failed call it is: fail releases every
+// failed node, and a hold's Unlock sends its release to every node that
+// failed (or the TTL ends it).
 //
 //go:norace
 func (m *Model) receiveLate(s *State, h, i int) {
 	sl := &s.nodes[i].slots[h]
 	sl.acq = timedOut
 	p := s.attempts[h].phase
-	if m.cfg.Variant == LateGrantSettled && p != ended {
+	if m.cfg.Variant != LateGrantSteppedBack && p != ended {
 		return // fail releases it (a failed call), or the hold's Unlock does
 	}
 	if sl.granted && p != holding {

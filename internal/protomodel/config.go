@@ -76,15 +76,14 @@ const (
 	// refused the acquire, as without the option, although an extension sent
 	// since may have re-created the key there.
 	ReacquireUnreleased
-	// LateGrantSettled is not a bug but a proposed change: a late grant
-	// (its call had timed out) that answers while its attempt is still
-	// deciding is settled at the decision, as a failed call is: stepped
-	// back if the attempt fails (fail releases every failed node), kept if
-	// it wins (its Unlock releases every failed node). redlock steps it back
-	// at once, and that release, if it lands after an extension of the hold
-	// that won, deletes a key the extension counted (docs/protocol.md,
-	// section 5).
-	LateGrantSettled
+	// LateGrantSteppedBack: a late grant (its call had timed out) that
+	// answers while its attempt is still deciding is stepped back at once,
+	// as redlock first did, instead of being settled at the decision like
+	// the failed call it is. If the attempt wins, that release carries the
+	// hold's own value; sent again (owe.go) or landing late, it can run
+	// after an extension counted its node, and delete the key there
+	// (docs/protocol.md, section 4).
+	LateGrantSteppedBack
 	// RollingMidExtension (with Rolling): drops half of the rolling-restart
 	// assumption. A node restarts empty while the hold whose key it has is
 	// extending: the extension may have counted its yes already.
@@ -106,7 +105,7 @@ var variantNames = [...]string{
 	ReacquireOverwrites:    "re-create overwrites",
 	ReacquireCountsRefusal: "extension counts a refusal",
 	ReacquireUnreleased:    "re-created key left out of the Unlock",
-	LateGrantSettled:       "late grant settled at the decision",
+	LateGrantSteppedBack:   "late grant stepped back while deciding",
 	RollingMidExtension:    "rolling restart while an extension decides",
 }
 

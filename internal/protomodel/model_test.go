@@ -276,4 +276,3 @@ func TestModelFairnessForms(t *testing.T) {
 		})
 	}
 }
-

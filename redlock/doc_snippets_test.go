@@ -69,7 +69,7 @@ func export(ctx context.Context, locks *redlock.Client, batches []string, store 
 	return err
 }
 
-var _, _, _ = lockAndWatch, nightlyBilling, export
+var _, _, _, _ = lockAndWatch, nightlyBilling, export, migrate
 
 // migrate holds a lock across rolling restarts of nodes without
 // persistence.

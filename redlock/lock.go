@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -255,6 +256,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	if until.Before(l.until) {
 		l.setUntilLocked(until)
 	}
+	valid := l.until // the validity the hold has while this extension decides
 	l.mu.Unlock()
 	l.a.extending(ttl)
 	// Lost needs a quorum to say so (more refusals than N − quorum): short
@@ -276,7 +278,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 		// Not a quorum of refusals: errs is not empty.
 		return join(append([]error{ErrOutcomeUnknown}, errs...)...)
 	}
-	if oks < c.quorum || !c.cfg.clock.Now().Before(until) {
+	now := c.cfg.clock.Now()
+	if oks < c.quorum || !now.Before(until) || script == reacquireScript && !now.Before(valid) {
+		// With re-creates, an extension that decides after the validity
+		// ran out may count keys it put back after another hold came and
+		// went: the hold is over, and a re-create does not revive it.
 		l.end(true)
 		return join(append([]error{ErrLockLost}, errs...)...)
 	}
@@ -301,7 +307,9 @@ type reacquireSink struct {
 
 func (s reacquireSink) answer(i int, v any, err error) {
 	n := asInt(v)
-	if err == nil && n == 2 {
+	if n == 2 && (err == nil || errors.Is(err, ErrReplicaAcks)) {
+		// Re-created, whether or not enough replicas acknowledged it in
+		// time (then it does not count, but the key is there).
 		s.l.noteReacquired(i)
 	}
 	s.votes <- vote{node: i, ok: err == nil && (n == 1 || n == 2), err: err}

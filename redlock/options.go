@@ -107,7 +107,8 @@ func WithObserver(o Observer) Option {
 // data, or the key expired there — with SET NX, lifting that node's fence
 // counter to the hold's token in the same script, and only while the
 // hold's validity lasts: an Extend whose Until has passed sends nothing and
-// returns [ErrLockLost]. A node counts toward the extension's quorum only
+// returns [ErrLockLost], and so does one that decides only after it (a key
+// re-created after the validity ran out does not revive the hold). A node counts toward the extension's quorum only
 // where the key held this hold's value or the re-create succeeded; a node
 // where another value holds the key refuses, as without the option. The
 // waiting set is not consulted: the hold was granted by a quorum already.

@@ -211,3 +211,228 @@ func TestReacquireLandingAfterTheValidityDoesNotResurrect(t *testing.T) {
 	}
 	_ = l.Unlock(ctx)
 }
+
+// TestReacquireToAPausedNodeIsReleasedAfterUnlock: a node that lost the key
+// is frozen when an Extend is sent: its re-create waits in the node's
+// socket, the call times out (the connection is dropped), and the Extend
+// succeeds on the other two. Unlock goes to every node (R5) and decides on
+// the two. When the node resumes, the re-create runs — after the Unlock returned —
+// and the release owed to that node must still remove it (Claim 4), not
+// leave it for the TTL.
+func TestReacquireToAPausedNodeIsReleasedAfterUnlock(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	nodeTimeout := max(250*time.Millisecond, 100*redistest.PingRTT(t, nodes.Clients()))
+	c, a := observedClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
+	ctx := t.Context()
+	const key = "paused-recreate"
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 0)
+	// Loaded, so that the frozen node's first call is the re-create itself,
+	// not an EVALSHA that a NOSCRIPT answer would have to follow.
+	if err := redis.NewScript(reacquireSource).Load(ctx, nodes[0].Client()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = nodes[0].Resume()
+		}
+	}()
+	start := time.Now()
+	if err := l.Extend(ctx, time.Minute); err != nil {
+		t.Errorf("Extend with one node frozen: %v", err)
+	}
+	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := l.Unlock(uctx); err != nil {
+		t.Errorf("Unlock with two of three nodes up: %v", err)
+	}
+	if took := time.Since(start); took > 9*time.Second {
+		t.Errorf("Extend and Unlock took %v with one node frozen", took)
+	}
+	// The calls to the frozen node give up at their node timeout, and
+	// their connections go with them.
+	time.Sleep(2 * nodeTimeout)
+	if err := nodes[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	// The re-create runs when the node resumes (its heal of the counter
+	// stays after the key goes); then the owed release must remove it.
+	eventually(t, time.Now().Add(10*time.Second), "the frozen re-create running on node 0", func() bool {
+		_, _, counter := nodeState(t, nodes, 0, key)
+		return counter == l.Token()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v, pttl, _ := nodeState(t, nodes, 0, key)
+		if v == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 holds %q (PTTL %v) 20s after it resumed: a re-create left behind by an Unlock", v, pttl)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < 3; i++ {
+		if v, _, _ := nodeState(t, nodes, i, key); v != "" {
+			t.Errorf("node %d still holds %q after Unlock", i, v)
+		}
+	}
+}
+
+// reacquirePanicker is a ReacquireObserver that panics.
+type reacquirePanicker struct{ redlock.NopObserver }
+
+func (reacquirePanicker) Reacquired(string, uint64, int) { panic("observer panic") }
+
+// TestReacquireObserverPanicIsContained: a ReacquireObserver that panics,
+// composed with Observers before and after one that records, costs neither
+// the Extend nor the other observer its event, and Reacquired still lists
+// the re-create.
+func TestReacquireObserverPanicIsContained(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	a := &answers{}
+	c := reacquireClient(t, nodes, true, redlock.WithObserver(redlock.Observers(reacquirePanicker{}, a, redlock.Observers(reacquirePanicker{}))))
+	ctx := t.Context()
+	const key = "panicky"
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 1)
+	if err := extendAll(t, l, a, time.Minute); err != nil {
+		t.Fatalf("Extend with a panicking ReacquireObserver: %v", err)
+	}
+	if got := reacquiredSoon(l, 1); len(got) != 1 || got[0] != 1 {
+		t.Errorf("Reacquired() = %v, want [1]", got)
+	}
+	a.mu.Lock()
+	heard := append([]int(nil), a.reacquired...)
+	a.mu.Unlock()
+	if len(heard) != 1 || heard[0] != 1 {
+		t.Errorf("the recording observer heard %v, want [1]", heard)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
+
+// TestReacquireWithAHashTag: a key with a Redis Cluster hash tag is
+// re-created with the fence counter of its slot (the counter the acquire
+// drew from), so the next hold of any key of that slot gets a larger token.
+func TestReacquireWithAHashTag(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	c, a := observedClient(t, nodes)
+	ctx := t.Context()
+	const key, sibling = "{user:42}:lock", "{user:42}:other"
+	if redlock.FenceKey(key) != redlock.FenceKey(sibling) {
+		t.Fatalf("keys of one hash tag have different counters: %q, %q", redlock.FenceKey(key), redlock.FenceKey(sibling))
+	}
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 0)
+	forget(t, nodes, 1)
+	if err := extendAll(t, l, a, time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	for i := range 2 {
+		if v, _, counter := nodeState(t, nodes, i, key); v != l.Value() || counter != l.Token() {
+			t.Errorf("node %d: value %q counter %d, want the hold's value and token %d", i, v, counter, l.Token())
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := c.TryLock(ctx, sibling, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l2.Unlock(ctx) }()
+	if l2.Token() <= l.Token() {
+		t.Errorf("a later hold in the same slot got token %d, not above %d", l2.Token(), l.Token())
+	}
+}
+
+// TestReacquireHealsACounterAStepBackLeftLow: a node restarts empty under
+// a hold; a contender's attempt is granted there (its counter starts again
+// from 1), fails on the others and steps back. The hold's next extension
+// re-creates the key and lifts the counter to the token; after the hold's
+// Unlock, a new hold whose grants come from that node and one other gets a
+// larger token — were the counter left low, Claim 1 would rest on the one
+// other node alone.
+func TestReacquireHealsACounterAStepBackLeftLow(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	c, a := observedClient(t, nodes)
+	other := reacquireClient(t, nodes, false)
+	ctx := t.Context()
+	const key = "low-counter"
+	for range 5 { // tokens well above what a restarted node starts from
+		l, err := c.TryLock(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 0)
+	if _, err := other.TryLock(ctx, key, time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("a contender's TryLock: %v, want ErrNotAcquired", err)
+	}
+	eventually(t, time.Now().Add(5*time.Second), "the contender's step back on node 0", func() bool {
+		v, _, _ := nodeState(t, nodes, 0, key)
+		return v == ""
+	})
+	if _, _, counter := nodeState(t, nodes, 0, key); counter >= l.Token() {
+		t.Fatalf("node 0's counter %d after an empty restart and one grant: the test does not make it low", counter)
+	}
+	if err := extendAll(t, l, a, time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if v, _, counter := nodeState(t, nodes, 0, key); v != l.Value() || counter != l.Token() {
+		t.Fatalf("node 0: value %q counter %d, want the hold's value and token %d", v, counter, l.Token())
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Node 2 is taken by a stray value: the next hold's grants are nodes
+	// 0 and 1, and node 0 is the one the re-create healed.
+	if err := nodes[2].Client().Set(ctx, key, "stray", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[1].Client().Set(ctx, redlock.FenceKey(key), 0, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l2.Unlock(ctx) }()
+	if l2.Token() <= l.Token() {
+		t.Errorf("the next hold's token %d is not above the re-created hold's %d", l2.Token(), l.Token())
+	}
+}
+
+// TestExtendAfterCloseRecreatesNothing: once the Client is closed, an
+// Extend with the option sends nothing (ErrLockLost) and no key comes back
+// on the node that lost it.
+func TestExtendAfterCloseRecreatesNothing(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	c, a := observedClient(t, nodes)
+	const key = "after-close"
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 0)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Extend after Close: %v, want ErrLockLost", err)
+	}
+	if v, _, _ := nodeState(t, nodes, 0, key); v != "" {
+		t.Errorf("node 0 holds %q: an Extend after Close re-created the key", v)
+	}
+	if got := l.Reacquired(); len(got) != 0 {
+		t.Errorf("Reacquired() = %v after Close", got)
+	}
+}

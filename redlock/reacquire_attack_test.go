@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -434,5 +435,199 @@ func TestExtendAfterCloseRecreatesNothing(t *testing.T) {
 	}
 	if got := l.Reacquired(); len(got) != 0 {
 		t.Errorf("Reacquired() = %v after Close", got)
+	}
+}
+
+// TestExtendRacingUnlockLeavesNoKey: Extends (the caller's and the
+// watchdog's) race Unlock on a hold whose key one node lost and another
+// node never granted (it refused the acquire, and is free by the time of
+// the Extend). Whichever comes first, once the Client has finished its
+// calls no node holds the key.
+func TestExtendRacingUnlockLeavesNoKey(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	ctx := t.Context()
+	for round := range 20 {
+		c, a := observedClient(t, nodes)
+		key := "race-" + string(rune('a'+round))
+		if err := nodes[2].Client().Set(ctx, key, "another-holder", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		l := tryLockAll(t, c, a, key, time.Minute)
+		if err := nodes[2].Client().Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		forget(t, nodes, 0)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		extended := make(chan error, 2)
+		for range 2 {
+			wg.Go(func() {
+				<-start
+				extended <- l.Extend(ctx, time.Minute)
+			})
+		}
+		var uerr error
+		wg.Go(func() {
+			<-start
+			uerr = l.Unlock(ctx)
+		})
+		close(start)
+		wg.Wait()
+		close(extended)
+		// Unlock before any Extend finds the key on node 1 alone: lost.
+		if uerr != nil && !errors.Is(uerr, redlock.ErrLockLost) {
+			t.Errorf("round %d: Unlock: %v", round, uerr)
+		}
+		for err := range extended {
+			if err != nil && !errors.Is(err, redlock.ErrLockLost) {
+				t.Errorf("round %d: Extend racing Unlock: %v", round, err)
+			}
+		}
+		if err := l.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+			t.Errorf("round %d: Extend after Unlock: %v, want ErrLockLost", round, err)
+		}
+		if err := c.Close(); err != nil { // waits for the calls in flight
+			t.Fatal(err)
+		}
+		for i := range nodes {
+			if v, pttl, _ := nodeState(t, nodes, i, key); v != "" {
+				t.Errorf("round %d: node %d holds %q (PTTL %v) after Unlock and Close (re-creates %v)", round, i, v, pttl, l.Reacquired())
+			}
+		}
+	}
+}
+
+// replicasAcking waits until every primary's replica acknowledges a write
+// (a replica just attached may answer its first WAIT late).
+func replicasAcking(t *testing.T, nodes []redis.UniversalClient) {
+	t.Helper()
+	for i, n := range nodes {
+		eventually(t, time.Now().Add(10*time.Second), fmt.Sprintf("node %d's replica acknowledging", i), func() bool {
+			if err := n.Set(t.Context(), "warm-up", i, 0).Err(); err != nil {
+				return false
+			}
+			acked, err := n.Do(t.Context(), "wait", 1, 1000).Int64()
+			return err == nil && acked >= 1
+		})
+	}
+}
+
+// TestReacquireWaitsForReplicas: with WithReplicaAcks, a re-create counts
+// only once a replica has it, as an extend does (replicas.go, durable): two
+// nodes lost the key and their replicas' links are held back, so their
+// re-creates are written on the primaries but not acknowledged, and the
+// Extend must not count them (one confirmed node of three is no quorum).
+// With one link held, the other re-create and the node that kept the key
+// make a quorum.
+func TestReacquireWaitsForReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		held []int // nodes whose replica link is held back
+		ok   bool  // the Extend succeeds
+	}{
+		{"two re-creates unacknowledged", []int{0, 1}, false},
+		{"one re-create unacknowledged", []int{0}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pairs := startPairs(t, 3)
+			nodes := primaries(t, pairs)
+			replicasAcking(t, nodes)
+			// WAIT's timeout is noticed at the server's 100ms tick: the node
+			// timeout leaves it room (docs/protocol.md, replica
+			// acknowledgements).
+			nodeTimeout := max(500*time.Millisecond, 100*redistest.PingRTT(t, nodes))
+			c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithReplicaAcks(1), redlock.WithReacquireOnExtend())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx := t.Context()
+			const key = "acked-recreate"
+			l, err := c.TryLock(ctx, key, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Now().Add(5*time.Second), "the grants on every node", func() bool {
+				for _, n := range nodes {
+					if n.Get(ctx, key).Val() != l.Value() {
+						return false
+					}
+				}
+				return true
+			})
+			for _, i := range []int{0, 1} {
+				if err := nodes[i].FlushAll(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, i := range tc.held {
+				pairs[i].link.Hold()
+				defer pairs[i].link.Release()
+			}
+			err = l.Extend(ctx, time.Minute)
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("Extend with one re-create and one extension acknowledged: %v", err)
+			case !tc.ok && err == nil:
+				t.Fatalf("Extend succeeded on re-creates that no replica acknowledged")
+			case !tc.ok && !errors.Is(err, redlock.ErrOutcomeUnknown):
+				t.Errorf("Extend: %v, want ErrOutcomeUnknown", err)
+			}
+			for _, i := range tc.held {
+				if v := nodes[i].Get(ctx, key).Val(); v != l.Value() {
+					t.Fatalf("primary %d holds %q: the re-create the test is about did not run", i, v)
+				}
+			}
+			_ = l.Unlock(ctx)
+		})
+	}
+}
+
+// TestReacquiredListsUnacknowledgedRecreates: a re-create that the primary
+// made but whose replica acknowledgement fell short is still a re-create
+// of the hold's key on that node — the key is there, for the whole TTL if
+// no Unlock comes. Lock.Reacquired is documented to list every re-create
+// ("one entry per re-create", late ones too), so that a checker can account
+// for every key of the hold; it must list this one.
+func TestReacquiredListsUnacknowledgedRecreates(t *testing.T) {
+	pairs := startPairs(t, 3)
+	nodes := primaries(t, pairs)
+	replicasAcking(t, nodes)
+	nodeTimeout := max(500*time.Millisecond, 100*redistest.PingRTT(t, nodes))
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithReplicaAcks(1), redlock.WithReacquireOnExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	const key = "unacked-recreate"
+	l, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Now().Add(5*time.Second), "the grant on node 0", func() bool {
+		return nodes[0].Get(ctx, key).Val() == l.Value()
+	})
+	if err := nodes[0].FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pairs[0].link.Hold()
+	defer pairs[0].link.Release()
+	if err := l.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("Extend with two nodes acknowledged: %v", err)
+	}
+	// Node 0 answers once its WAIT gave up: within its node timeout.
+	eventually(t, time.Now().Add(5*time.Second), "node 0's re-create", func() bool {
+		return nodes[0].Get(ctx, key).Val() == l.Value()
+	})
+	time.Sleep(2 * nodeTimeout) // its answer is in by then
+	if got := l.Reacquired(); len(got) != 1 || got[0] != 0 {
+		t.Errorf("Reacquired() = %v, want [0]: node 0 holds the hold's key, re-created by the Extend (its replica did not acknowledge it)", got)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := nodes[0].Get(ctx, key).Val(); v != "" {
+		t.Errorf("node 0 holds %q after Unlock", v)
 	}
 }

@@ -631,3 +631,145 @@ func TestReacquiredListsUnacknowledgedRecreates(t *testing.T) {
 		t.Errorf("node 0 holds %q after Unlock", v)
 	}
 }
+
+// gatedClient is a Client with the option over gatedClients, on a fake
+// clock, its node timeout long enough for the delays a test makes.
+func gatedClient(t *testing.T, nodes redlocktest.NodeSet, gate *delayGate, clk clock.Clock) *redlock.Client {
+	t.Helper()
+	nodeTimeout := max(2*time.Second, 1000*redistest.PingRTT(t, nodes.Clients()))
+	c, err := redlock.New(gatedClients(t, nodes, gate), redlock.WithClock(clk), redlock.WithReacquireOnExtend(),
+		redlock.WithNodeTimeout(nodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestWatchdogReacquireLandingAfterTheValidityDoesNotResurrect: the
+// watchdog's extension is sent within the validity, and its re-creates are
+// delayed on their way until after the validity ran out. The hold ends at
+// Until (Done closes) and must stay ended when they land: no TTL comes back,
+// a further Extend says lost, and the keys they made go with the Unlock.
+func TestWatchdogReacquireLandingAfterTheValidityDoesNotResurrect(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	ctx := t.Context()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	gate := newDelayGate()
+	c := gatedClient(t, nodes, gate, clk)
+	const key = "watchdog-resurrect"
+	const ttl = time.Minute
+	l, err := c.TryLock(ctx, key, ttl, redlock.AutoExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes {
+		forget(t, nodes, i) // every node lost it: only re-creates can count
+	}
+	gate.arm(0, 1, 2)
+	if err := clk.BlockUntilContext(ctx, 1); err != nil { // the scheduler waits
+		t.Fatal(err)
+	}
+	clk.Advance(ttl / 3) // the watchdog's extension is due
+	gate.waitHeld(t, 3)
+	clk.Advance(l.Until().Sub(clk.Now()))
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done still open 10s after Until")
+	}
+	gate.letGo()
+	for i := range nodes { // the re-creates land
+		eventually(t, time.Now().Add(10*time.Second), fmt.Sprintf("node %d's re-create", i), func() bool {
+			v, _, _ := nodeState(t, nodes, i, key)
+			return v == l.Value()
+		})
+	}
+	if ttl := l.TTL(); ttl > 0 {
+		t.Errorf("TTL %v after the hold ended at Until: the watchdog's late re-creates brought it back", ttl)
+	}
+	if err := l.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Extend after the hold ended: %v, want ErrLockLost", err)
+	}
+	if err := l.Unlock(ctx); err != nil && !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Unlock: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes {
+		if v, _, _ := nodeState(t, nodes, i, key); v != "" {
+			t.Errorf("node %d holds %q after Unlock and Close: the late re-create stays for its TTL", i, v)
+		}
+	}
+}
+
+// TestReacquireExtendAndUnlockWithAFrozenNodeReturnInTime: the node whose
+// answer decides is frozen (another value holds a second node, a third
+// lost the key). Extend cannot know the outcome and must say so within its
+// node timeout, not wait for the node; Unlock too.
+func TestReacquireExtendAndUnlockWithAFrozenNodeReturnInTime(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	nodeTimeout := max(250*time.Millisecond, 100*redistest.PingRTT(t, nodes.Clients()))
+	c, a := observedClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
+	ctx := t.Context()
+	const key = "frozen-decider"
+	l := tryLockAll(t, c, a, key, time.Minute)
+	forget(t, nodes, 1)
+	if err := nodes[1].Client().Set(ctx, key, "another-holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	forget(t, nodes, 2)
+	if err := nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nodes[0].Resume() }()
+	// Each waits at most a node timeout for the frozen node (Unlock also
+	// for the Extend before it); the bound leaves a loaded machine ten.
+	bound := 10 * nodeTimeout
+	start := time.Now()
+	err := l.Extend(context.Background(), time.Minute)
+	if took := time.Since(start); took > bound {
+		t.Errorf("Extend took %v with the deciding node frozen (node timeout %v)", took, nodeTimeout)
+	}
+	if !errors.Is(err, redlock.ErrOutcomeUnknown) {
+		t.Errorf("Extend with one re-create, one refusal and one frozen node: %v, want ErrOutcomeUnknown", err)
+	}
+	start = time.Now()
+	err = l.Unlock(context.Background())
+	if took := time.Since(start); took > bound {
+		t.Errorf("Unlock took %v with a node frozen (node timeout %v)", took, nodeTimeout)
+	}
+	if !errors.Is(err, redlock.ErrOutcomeUnknown) {
+		t.Errorf("Unlock with one release, one refusal and one frozen node: %v, want ErrOutcomeUnknown", err)
+	}
+	if v, _, _ := nodeState(t, nodes, 2, key); v != "" {
+		t.Errorf("node 2 holds %q after Unlock: its re-create was not released", v)
+	}
+	if v, _, _ := nodeState(t, nodes, 1, key); v != "another-holder" {
+		t.Errorf("node 1 holds %q: another hold's key was touched", v)
+	}
+}
+
+// TestReacquireWithAShorterTTL: an Extend to a shorter TTL re-creates the
+// key for that TTL, not the hold's first one, and Until follows it.
+func TestReacquireWithAShorterTTL(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	c, a := observedClient(t, nodes)
+	const key = "shorter"
+	l := tryLockAll(t, c, a, key, time.Hour)
+	forget(t, nodes, 0)
+	if err := extendAll(t, l, a, time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	v, pttl, _ := nodeState(t, nodes, 0, key)
+	if v != l.Value() || pttl > time.Minute || pttl <= 0 {
+		t.Errorf("node 0: value %q PTTL %v, want the hold's value for at most the extension's minute", v, pttl)
+	}
+	if l.TTL() > time.Minute {
+		t.Errorf("TTL %v after an Extend to a minute", l.TTL())
+	}
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

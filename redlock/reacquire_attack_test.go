@@ -773,3 +773,101 @@ func TestReacquireWithAShorterTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnlockWithACancelledCtxReleasesRecreates: Unlock's releases go out
+// even when its ctx is already cancelled — to every node once an Extend
+// with the option was sent, so the key it re-created on a node that had
+// refused the acquire goes too.
+func TestUnlockWithACancelledCtxReleasesRecreates(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 3)
+	c, a := observedClient(t, nodes)
+	ctx := t.Context()
+	const key = "cancelled-unlock"
+	if err := nodes[2].Client().Set(ctx, key, "another-holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := tryLockAll(t, c, a, key, time.Minute)
+	if err := nodes[2].Client().Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := extendAll(t, l, a, time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if got := reacquiredSoon(l, 1); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("Reacquired() = %v, want [2]", got)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	before := a.counts()
+	if err := l.Unlock(cancelled); err != nil && !errors.Is(err, redlock.ErrOutcomeUnknown) {
+		t.Errorf("Unlock with a cancelled ctx: %v, want nil or ErrOutcomeUnknown", err)
+	}
+	a.settled(t, before)
+	for i := range nodes {
+		if v, _, _ := nodeState(t, nodes, i, key); v != "" {
+			t.Errorf("node %d holds %q after an Unlock with a cancelled ctx", i, v)
+		}
+	}
+}
+
+// TestRollingLossOfFiveNodesUnderExtends: five nodes lose their data one at
+// a time (assumption R: each only once the hold re-created its key on the
+// one before), twice round, under a hold the caller extends. The hold is
+// never lost, every node ends with its key and the token, and the next
+// hold's token is larger — whatever quorum it draws from.
+func TestRollingLossOfFiveNodesUnderExtends(t *testing.T) {
+	nodes := redlocktest.Nodes(t, 5)
+	c, err := redlock.New(nodes.Clients(), redlock.WithNodeTimeout(max(250*time.Millisecond, 100*redistest.PingRTT(t, nodes.Clients()))),
+		redlock.WithReacquireOnExtend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	const key = "rolling-five"
+	l, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Now().Add(5*time.Second), "the grants on every node", func() bool {
+		for i := range nodes {
+			if v, _, _ := nodeState(t, nodes, i, key); v != l.Value() {
+				return false
+			}
+		}
+		return true
+	})
+	for round := range 10 {
+		i := round % 5
+		forget(t, nodes, i)
+		if err := extendUntil(t, l, time.Minute, func() bool {
+			got := l.Reacquired()
+			return len(got) > round && got[len(got)-1] == i
+		}); err != nil {
+			t.Fatalf("round %d: Extend after node %d lost the key: %v", round, i, err)
+		}
+	}
+	for i := range nodes {
+		if v, _, counter := nodeState(t, nodes, i, key); v != l.Value() || counter != l.Token() {
+			t.Errorf("node %d: value %q counter %d, want the hold's value and token %d", i, v, counter, l.Token())
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next hold draws from nodes 2, 3 and 4 only (the others are taken
+	// by stray values): each was healed by a re-create alone.
+	for _, i := range []int{0, 1} {
+		if err := nodes[i].Client().Set(ctx, key, "stray", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l2, err := c.TryLock(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l2.Unlock(ctx) }()
+	if l2.Token() <= l.Token() {
+		t.Errorf("the next hold's token %d is not above %d", l2.Token(), l.Token())
+	}
+}

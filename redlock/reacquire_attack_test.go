@@ -377,6 +377,9 @@ func TestReacquireHealsACounterAStepBackLeftLow(t *testing.T) {
 		}
 	}
 	l := tryLockAll(t, c, a, key, time.Minute)
+	// The barrier above may have counted the answers to the last Unlock's
+	// releases: wait for the grants themselves.
+	heldEverywhere(t, nodes, key, l.Value())
 	forget(t, nodes, 0)
 	if _, err := other.TryLock(ctx, key, time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("a contender's TryLock: %v, want ErrNotAcquired", err)
@@ -751,6 +754,20 @@ func TestReacquireExtendAndUnlockWithAFrozenNodeReturnInTime(t *testing.T) {
 	}
 }
 
+// heldEverywhere waits until every node holds key with value: the grants
+// that came after the acquire decided have landed.
+func heldEverywhere(t *testing.T, nodes redlocktest.NodeSet, key, value string) {
+	t.Helper()
+	eventually(t, time.Now().Add(5*time.Second), "the grants on every node", func() bool {
+		for i := range nodes {
+			if v, _, _ := nodeState(t, nodes, i, key); v != value {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestReacquireWithAShorterTTL: an Extend to a shorter TTL re-creates the
 // key for that TTL, not the hold's first one, and Until follows it.
 func TestReacquireWithAShorterTTL(t *testing.T) {
@@ -829,14 +846,7 @@ func TestRollingLossOfFiveNodesUnderExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Now().Add(5*time.Second), "the grants on every node", func() bool {
-		for i := range nodes {
-			if v, _, _ := nodeState(t, nodes, i, key); v != l.Value() {
-				return false
-			}
-		}
-		return true
-	})
+	heldEverywhere(t, nodes, key, l.Value())
 	for round := range 10 {
 		i := round % 5
 		forget(t, nodes, i)

@@ -20,30 +20,37 @@ import (
 // Attacks on WithReacquireOnExtend: its rules R1–R5 (docs/protocol.md,
 // "Extensions that re-create") under delays, pauses, restarts and races.
 
-//go:embed scripts/reacquire.lua
-var reacquireSource string
+var (
+	//go:embed scripts/reacquire.lua
+	reacquireSource string
+	//go:embed scripts/extend.lua
+	extendSource string
+)
 
-// reacquireSHA is what EVALSHA names the reacquire script by.
-var reacquireSHA = redis.NewScript(reacquireSource).Hash()
-
-// isReacquire matches a call of the reacquire script, by its digest or its
-// source.
-func isReacquire(cmd redis.Cmder) bool {
+// isExtension matches a call of the reacquire or the extend script, by its
+// digest or its source.
+func isExtension(cmd redis.Cmder) bool {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return false
 	}
-	switch cmd.Name() {
-	case "evalsha":
-		return args[1] == reacquireSHA
-	case "eval":
-		return args[1] == reacquireSource
+	for _, src := range []string{reacquireSource, extendSource} {
+		switch cmd.Name() {
+		case "evalsha":
+			if args[1] == redis.NewScript(src).Hash() {
+				return true
+			}
+		case "eval":
+			if args[1] == src {
+				return true
+			}
+		}
 	}
 	return false
 }
 
-// delayGate is a go-redis hook that holds back the calls of the reacquire
-// script, before they are written, while armed: a request that the network
+// delayGate is a go-redis hook that holds back the calls of an extension
+// (the reacquire or the extend script), before they are written, while armed: a request that the network
 // delays, which no proxy can pick out of a connection. Each node's client
 // gets its own hook, which holds back its node's first such call.
 type delayGate struct {
@@ -58,7 +65,7 @@ func newDelayGate() *delayGate {
 	return &delayGate{armed: map[int]bool{}, heldC: make(chan struct{}, 16), release: make(chan struct{})}
 }
 
-// arm holds back the next reacquire call to each of nodes.
+// arm holds back the next extension call to each of nodes.
 func (g *delayGate) arm(nodes ...int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -76,7 +83,7 @@ func (g *delayGate) waitHeld(t *testing.T, n int) {
 		select {
 		case <-g.heldC:
 		case <-deadline.C:
-			t.Fatalf("fewer than %d reacquire calls were sent in 10s", n)
+			t.Fatalf("fewer than %d extension calls were sent in 10s", n)
 		}
 	}
 }
@@ -86,7 +93,7 @@ func (g *delayGate) letGo() { close(g.release) }
 
 // take reports whether cmd, to node, is to be held back (and disarms it).
 func (g *delayGate) take(node int, cmd redis.Cmder) bool {
-	if !isReacquire(cmd) {
+	if !isExtension(cmd) {
 		return false
 	}
 	g.mu.Lock()
@@ -133,8 +140,8 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // gatedClients are clients of their own for nodes (through their proxies),
-// with the options the lock advises, each behind g, with the reacquire
-// script already loaded (so that the first call is the EVALSHA the gate
+// with the options the lock advises, each behind g, with the extension
+// scripts already loaded (so that the first call is the EVALSHA the gate
 // holds, not a NOSCRIPT answer).
 func gatedClients(t *testing.T, nodes redlocktest.NodeSet, g *delayGate) []redis.UniversalClient {
 	t.Helper()
@@ -142,8 +149,10 @@ func gatedClients(t *testing.T, nodes redlocktest.NodeSet, g *delayGate) []redis
 	for i, n := range nodes {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
-		if err := redis.NewScript(reacquireSource).Load(t.Context(), c).Err(); err != nil {
-			t.Fatal(err)
+		for _, src := range []string{reacquireSource, extendSource} {
+			if err := redis.NewScript(src).Load(t.Context(), c).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c.AddHook(gateHook{g: g, node: i})
 		cs[i] = c
@@ -155,62 +164,73 @@ func gatedClients(t *testing.T, nodes redlocktest.NodeSet, g *delayGate) []redis
 // with a millisecond of validity left, and its calls are delayed on their
 // way. Meanwhile the validity runs out on the holder's own clock, the keys
 // expire (after Until, as assumption T has it), and another hold takes the
-// key and releases it. Then the re-creates land, on every node. The hold
-// was over before any of them ran: R3's purpose is that a holder never
+// key and releases it. Then the extension's calls land, on every node. The
+// hold was over before any of them ran: R3's purpose is that a holder never
 // comes to believe it still holds the lock after its validity ran out
 // (docs/protocol.md: such a key "belongs to a hold that is over"), so the
-// Extend must not succeed. Done is not watched, as a caller that only
-// calls Extend does not.
+// Extend must not succeed. Without the option it does not (its PEXPIREs
+// find nothing); with it, the re-creates count. Done is not watched, as a
+// caller that only calls Extend does not.
 func TestReacquireLandingAfterTheValidityDoesNotResurrect(t *testing.T) {
-	nodes := redlocktest.Nodes(t, 3)
-	ctx := t.Context()
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	gate := newDelayGate()
-	// The node timeout covers the delay the test makes (a few local round
-	// trips), with the margin of a loaded machine.
-	nodeTimeout := max(2*time.Second, 1000*redistest.PingRTT(t, nodes.Clients()))
-	a, err := redlock.New(gatedClients(t, nodes, gate), redlock.WithClock(clk), redlock.WithReacquireOnExtend(),
-		redlock.WithNodeTimeout(nodeTimeout))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name      string
+		reacquire bool
+	}{{"with the option", true}, {"without it", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := redlocktest.Nodes(t, 3)
+			ctx := t.Context()
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			gate := newDelayGate()
+			// The node timeout covers the delay the test makes (a few local
+			// round trips), with the margin of a loaded machine.
+			nodeTimeout := max(2*time.Second, 1000*redistest.PingRTT(t, nodes.Clients()))
+			opts := []redlock.Option{redlock.WithClock(clk), redlock.WithNodeTimeout(nodeTimeout)}
+			if tc.reacquire {
+				opts = append(opts, redlock.WithReacquireOnExtend())
+			}
+			a, err := redlock.New(gatedClients(t, nodes, gate), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = a.Close() })
+			b := reacquireClient(t, nodes, false, redlock.WithClock(clk))
+			const key = "resurrect"
+			l, err := a.TryLock(ctx, key, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(l.Until().Sub(clk.Now()) - time.Millisecond) // a millisecond left
+			gate.arm(0, 1, 2)
+			errc := make(chan error, 1)
+			go func() { errc <- l.Extend(context.WithoutCancel(ctx), time.Minute) }()
+			gate.waitHeld(t, 3) // sent within the validity, on their way
+			clk.Advance(2 * time.Millisecond)
+			if l.TTL() > 0 {
+				t.Fatalf("TTL %v: the validity should be over", l.TTL())
+			}
+			for i := range nodes { // the keys expire, after Until
+				if err := nodes[i].Client().Del(ctx, key).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lb, err := b.TryLock(ctx, key, time.Minute)
+			if err != nil {
+				t.Fatalf("another client's TryLock after the hold's validity and keys ran out: %v", err)
+			}
+			if err := lb.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gate.letGo()
+			err = <-errc
+			if err == nil {
+				t.Errorf("Extend returned nil with TTL %v: a hold whose validity ran out (and whose key another hold, token %d > %d, "+
+					"took and released since) came back to life; want ErrLockLost", l.TTL(), lb.Token(), l.Token())
+			} else if !errors.Is(err, redlock.ErrLockLost) {
+				t.Errorf("Extend: %v, want ErrLockLost", err)
+			}
+			_ = l.Unlock(ctx)
+		})
 	}
-	t.Cleanup(func() { _ = a.Close() })
-	b := reacquireClient(t, nodes, false, redlock.WithClock(clk))
-	const key = "resurrect"
-	l, err := a.TryLock(ctx, key, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(l.Until().Sub(clk.Now()) - time.Millisecond) // a millisecond left
-	gate.arm(0, 1, 2)
-	errc := make(chan error, 1)
-	go func() { errc <- l.Extend(context.WithoutCancel(ctx), time.Minute) }()
-	gate.waitHeld(t, 3) // sent within the validity, on their way
-	clk.Advance(2 * time.Millisecond)
-	if l.TTL() > 0 {
-		t.Fatalf("TTL %v: the validity should be over", l.TTL())
-	}
-	for i := range nodes { // the keys expire, after Until
-		if err := nodes[i].Client().Del(ctx, key).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lb, err := b.TryLock(ctx, key, time.Minute)
-	if err != nil {
-		t.Fatalf("another client's TryLock after the hold's validity and keys ran out: %v", err)
-	}
-	if err := lb.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gate.letGo()
-	err = <-errc
-	if err == nil {
-		t.Errorf("Extend returned nil with TTL %v: a hold whose validity ran out (and whose key another hold, token %d > %d, "+
-			"took and released since) came back to life; want ErrLockLost", l.TTL(), lb.Token(), l.Token())
-	} else if !errors.Is(err, redlock.ErrLockLost) {
-		t.Errorf("Extend: %v, want ErrLockLost", err)
-	}
-	_ = l.Unlock(ctx)
 }
 
 // TestReacquireToAPausedNodeIsReleasedAfterUnlock: a node that lost the key

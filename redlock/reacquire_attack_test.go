@@ -328,9 +328,7 @@ func TestReacquireObserverPanicIsContained(t *testing.T) {
 	if got := reacquiredSoon(l, 1); len(got) != 1 || got[0] != 1 {
 		t.Errorf("Reacquired() = %v, want [1]", got)
 	}
-	a.mu.Lock()
-	heard := append([]int(nil), a.reacquired...)
-	a.mu.Unlock()
+	heard := a.heard(1)
 	if len(heard) != 1 || heard[0] != 1 {
 		t.Errorf("the recording observer heard %v, want [1]", heard)
 	}

@@ -144,6 +144,22 @@ func (a *answers) counts() [3]int {
 	return a.n
 }
 
+// heard returns the re-creates the observer heard of, once they number n
+// or after a second: the Lock lists a re-create just before its observers
+// hear of it.
+func (a *answers) heard(n int) []int {
+	deadline := time.Now().Add(time.Second)
+	for {
+		a.mu.Lock()
+		got := slices.Clone(a.reacquired)
+		a.mu.Unlock()
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // settled waits until every node has answered a call more than before.
 func (a *answers) settled(t *testing.T, before [3]int) {
 	t.Helper()
@@ -365,10 +381,7 @@ func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
 	if got := reacquiredSoon(l, 1); !slices.Equal(got, []int{2}) {
 		t.Errorf("Reacquired() = %v, want [2]", got)
 	}
-	a.mu.Lock()
-	heard := slices.Clone(a.reacquired)
-	a.mu.Unlock()
-	if !slices.Equal(heard, []int{2}) {
+	if heard := a.heard(1); !slices.Equal(heard, []int{2}) {
 		t.Errorf("the ReacquireObserver heard %v, want [2]", heard)
 	}
 	if v, _, counter := nodeState(t, nodes, 2, key); v != l.Value() || counter != l.Token() {

@@ -91,6 +91,7 @@ func TestReplicaAcksKeepGrantsThroughFailover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pairs := startPairs(t, 3)
 			nodes := primaries(t, pairs)
+			replicasAcking(t, nodes) // a replica just attached may answer its first WAIT late
 			rtt := redistest.PingRTT(t, nodes)
 			nodeTimeout := max(250*time.Millisecond, 100*rtt)
 			opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}

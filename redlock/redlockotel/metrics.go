@@ -27,6 +27,7 @@ type Metrics struct {
 	losses     metric.Int64Counter
 	releases   metric.Int64Counter
 	nodeErrors metric.Int64Counter
+	reacquired metric.Int64Counter
 	holdDur    metric.Float64Histogram
 	roundTrips metric.Float64Histogram
 	held       metric.Int64UpDownCounter
@@ -41,6 +42,7 @@ var (
 	_ redlock.AcquireObserver   = (*Metrics)(nil)
 	_ redlock.HoldObserver      = (*Metrics)(nil)
 	_ redlock.RoundTripObserver = (*Metrics)(nil)
+	_ redlock.ReacquireObserver = (*Metrics)(nil)
 	_ fencing.GuardObserver     = (*Metrics)(nil)
 )
 
@@ -73,6 +75,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m.losses = counter("fencedlock.losses", "{hold}", "Holds that ended other than by Unlock, or that Unlock found gone.")
 	m.releases = counter("fencedlock.releases", "{hold}", "Unlocks that reached a quorum.")
 	m.nodeErrors = counter("fencedlock.node.errors", "{call}", "Failed calls to a node, by node index and address.")
+	m.reacquired = counter("fencedlock.reacquired", "{key}", "Keys an extension re-created on a node that had lost them (WithReacquireOnExtend), by node index.")
 	m.holdDur = seconds("fencedlock.hold.duration", "Time from an acquisition to the end of its hold.")
 	m.roundTrips = seconds("fencedlock.node.round_trip", "Time from queueing a call to a node to its reply, by node index.")
 	held, err := meter.Int64UpDownCounter("fencedlock.held_locks", metric.WithUnit("{hold}"),
@@ -113,6 +116,11 @@ func (m *Metrics) Extended(string, uint64) { m.extensions.Add(bg, 1) }
 
 // Lost counts a lost hold.
 func (m *Metrics) Lost(string, uint64) { m.losses.Add(bg, 1) }
+
+// Reacquired counts a key re-created on a node.
+func (m *Metrics) Reacquired(_ string, _ uint64, node int) {
+	m.reacquired.Add(bg, 1, metric.WithAttributes(NodeAttr.Int(node)))
+}
 
 // NodeError counts a node's failed call.
 func (m *Metrics) NodeError(err *redlock.NodeError) {

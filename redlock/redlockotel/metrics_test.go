@@ -24,7 +24,8 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := redlock.New(redistest.Clients(t, redistest.StartN(t, 3)), redlock.WithObserver(m),
+	nodes := redistest.Clients(t, redistest.StartN(t, 3))
+	c, err := redlock.New(nodes, redlock.WithObserver(m), redlock.WithReacquireOnExtend(),
 		redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,15 @@ func TestMetrics(t *testing.T) {
 	if _, err := c.TryLock(ctx, "otel:metrics", time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("second TryLock: %v", err)
 	}
+	// Node 2 loses the key once its grant landed; the extension puts it back.
+	for deadline := time.Now().Add(5 * time.Second); nodes[2].Get(ctx, "otel:metrics").Val() != l.Value(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("node 2 never held the key")
+		}
+	}
+	if err := nodes[2].FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Extend(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +58,22 @@ func TestMetrics(t *testing.T) {
 	_ = g.Admit(ctx, "r", l.Token()+1) // a newer holder's write
 	_ = g.Admit(ctx, "r", l.Token())   // this one's, late
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
+	// The re-create's answer may come after the Extend decided: collect
+	// until it is counted, or for a few seconds.
 	got := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			got[mt.Name] = mt.Data
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		clear(got)
+		for _, sm := range rm.ScopeMetrics {
+			for _, mt := range sm.Metrics {
+				got[mt.Name] = mt.Data
+			}
+		}
+		if _, ok := got["fencedlock.reacquired"]; ok || time.Now().After(deadline) {
+			break
 		}
 	}
 	sum := func(name string, attrs ...attribute.KeyValue) int64 {
@@ -97,6 +115,7 @@ func TestMetrics(t *testing.T) {
 		{"held_locks", sum("fencedlock.held_locks"), 0},
 		{"fencing.admitted", sum("fencedlock.fencing.admitted"), 1},
 		{"fencing.rejected", sum("fencedlock.fencing.rejected"), 1},
+		{"reacquired{node=2}", sum("fencedlock.reacquired", redlockotel.NodeAttr.Int(2)), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)

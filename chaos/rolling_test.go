@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fencedlock/fencedlock/chaos"
 	"github.com/fencedlock/fencedlock/chaos/checker"
@@ -169,4 +170,25 @@ func longHold(h history.History) (history.Op, bool) {
 		}
 	}
 	return history.Op{}, false
+}
+
+// The rolling profile's schedule: restarts without data of each node in
+// turn, a TTL, a third of one (the watchdog's period) and a node timeout
+// apart, each counted from when the node before answered again.
+func TestRollingSchedule(t *testing.T) {
+	cfg := chaos.Config{Nodes: 3, Duration: 10 * time.Second, Profile: chaos.ProfileRolling,
+		TTL: time.Second, NodeTimeout: 100 * time.Millisecond}
+	p, err := chaos.Schedule(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spacing := cfg.TTL + cfg.TTL/3 + cfg.NodeTimeout
+	if p.MaxDown != 1 || len(p.Steps) != int(cfg.Duration/spacing)-1 {
+		t.Fatalf("max down %d, %d steps, want 1 and %d", p.MaxDown, len(p.Steps), int(cfg.Duration/spacing)-1)
+	}
+	for i, s := range p.Steps {
+		if s.Kind != fault.RestartWithoutData || s.Node != i%cfg.Nodes || s.At != time.Duration(i+1)*spacing || s.Settle != spacing {
+			t.Errorf("step %d: %+v", i, s)
+		}
+	}
 }

@@ -89,7 +89,7 @@ type client struct {
 
 func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, st *store, seq *atomic.Uint64) (*client, error) {
 	if cfg.Lock == "" {
-		cfg.Lock = LockFencedlock // a client process's settings name none: it runs fencedlock
+		cfg.Lock = LockFencedlock // a Config that did not go through withDefaults
 	}
 	spec, err := lockSpecOf(cfg.Lock)
 	if err != nil {

@@ -9,6 +9,8 @@
 #   make mutants  the mutation campaign: the hunt profile against each planted bug
 #   make compare  every lock (fencedlock, fencedlock-acks, redsync, redislock, a Sentinel-managed
 #                 single instance) under one fault schedule, side by side
+#   make rolling  rolling restarts of nodes without data under one long hold, with
+#                 WithReacquireOnExtend (the hold survives)
 # and, with Docker:
 #   make image          build the Redis image from this machine's redis-server (no registry)
 #   make compose-check  docker-compose.yml up, the quick start and `fencedlock status` against it, down
@@ -29,7 +31,7 @@ export FENCEDLOCK_REDIS_IMAGE
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 COMPOSE_NODES := 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 
-.PHONY: demo test deps deps-demo vet build bench image compose-check mutants compare
+.PHONY: demo test deps deps-demo vet build bench image compose-check mutants compare rolling
 
 # What the demo uses (also the mutants, the image and the bench), and what
 # the tests use.
@@ -51,6 +53,14 @@ COMPARE_FAULTS := hunt,failover
 compare: deps-demo
 	$(GO) run ./cmd/fencedlock chaos --lock all --faults $(COMPARE_FAULTS) --duration 60s --seed 1 \
 		--json compare.json --html compare.html
+
+# The rolling restarts (docs/chaos.md): the nodes restart without their data
+# one at a time while client 0 keeps one auto-extended hold and the others
+# contend for it, with redlock.WithReacquireOnExtend. The same restarts
+# without the option, where the hold is lost: --lock fencedlock instead.
+rolling: deps-demo
+	$(GO) run ./cmd/fencedlock chaos --faults rolling --lock fencedlock-reacquire --duration 5m \
+		--json rolling.json --html rolling.html
 
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -8,7 +8,7 @@ import (
 	"github.com/fencedlock/fencedlock/chaos/report"
 )
 
-// Compare runs cfg once per lock of locks (Locks() when nil), one after
+// Compare runs cfg once per lock of locks (CompareLocks() when nil), one after
 // another, each on fresh nodes, under the same seed and so the same fault
 // schedule; cfg.Lock is ignored. When any of the locks needs nodes with a
 // replica, every run gets them (Replicas), so that the runs differ in the
@@ -17,7 +17,7 @@ import (
 // joined: an error wrapping ErrConfig stops it before any run.
 func Compare(ctx context.Context, cfg Config, locks []string, each func(report.Run, error)) ([]report.Run, error) {
 	if locks == nil {
-		locks = Locks()
+		locks = CompareLocks()
 	}
 	for _, l := range locks {
 		spec, err := lockSpecOf(l)

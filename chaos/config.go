@@ -63,7 +63,8 @@ type Config struct {
 	Progress io.Writer
 	// Profile selects the fault schedule and the workload: "" is a random
 	// schedule drawn from Faults and the plain workload; ProfileHunt is the
-	// hunt (see ProfileHunt).
+	// hunt (see ProfileHunt); ProfileRolling, rolling restarts under one
+	// long hold (see ProfileRolling).
 	Profile string
 	// ClientProcs runs each workload client as an OS process of its own,
 	// started by running this program's executable again, which must call
@@ -100,6 +101,34 @@ type Config struct {
 // counter is healed. Its Faults default to HuntFaults; it needs 3 nodes or
 // more, and libfaketime for the clock jumps and drift.
 const ProfileHunt = "hunt"
+
+// ProfileRolling is the rolling restart of nodes without persistence, as
+// docs/protocol.md's operator rule for redlock.WithReacquireOnExtend has
+// it (section 2, "Extensions that re-create"): the nodes restart without
+// their data one at a time, in turn (schedule.NewRollingPlan), each
+// rollingSpacing after the one before answered again. Client 0 takes one
+// auto-extended hold at the start and keeps it for the whole run, writing
+// with its token now and then, and recording each extension it sees with
+// the nodes it re-created; the other clients contend for the same key with
+// brief holds. With fencedlock-reacquire the hold survives; with fencedlock
+// it is lost once a quorum of nodes has restarted. Its Faults are
+// restart-without-data alone (RollingFaults); it needs 3 nodes or more and
+// a fencedlock variant.
+const ProfileRolling = "rolling"
+
+// RollingFaults returns the fault kinds of the rolling profile.
+func RollingFaults() []fault.Kind { return []fault.Kind{fault.RestartWithoutData} }
+
+// rollingSpacing is the time between a node of the rolling profile
+// answering again and the next node's restart, from the operator rule of
+// docs/protocol.md: one TTL for the holds to re-create their keys on the
+// node (a hold still within validity a TTL later has been extended since),
+// plus the watchdog's extension period (a third of the TTL, see
+// redlock.AutoExtend), since the first extension after the node came back
+// may find it taken for a moment by a contender's grant and leave the
+// re-create to the next, plus a node timeout for that extension to be
+// answered.
+func (c Config) rollingSpacing() time.Duration { return c.TTL + c.TTL/3 + c.NodeTimeout }
 
 // DefaultFaults returns the faults of a run with no profile and no Faults:
 // the tolerated kinds (those only the hunt arms, see huntOnly, left out).
@@ -139,8 +168,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Faults == nil {
 		c.Faults = DefaultFaults()
-		if c.Profile == ProfileHunt {
+		switch c.Profile {
+		case ProfileHunt:
 			c.Faults = HuntFaults()
+		case ProfileRolling:
+			c.Faults = RollingFaults()
 		}
 	}
 	if c.Seed == 0 {
@@ -185,10 +217,20 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: node timeout %v (want below half the ttl %v)", ErrConfig, c.NodeTimeout, c.TTL)
 	case c.Backend != "process" && c.Backend != "docker":
 		return c, fmt.Errorf("%w: backend %q (want process or docker)", ErrConfig, c.Backend)
-	case c.Profile != "" && c.Profile != ProfileHunt:
-		return c, fmt.Errorf("%w: profile %q (want %q or none)", ErrConfig, c.Profile, ProfileHunt)
+	case c.Profile != "" && c.Profile != ProfileHunt && c.Profile != ProfileRolling:
+		return c, fmt.Errorf("%w: profile %q (want %q, %q or none)", ErrConfig, c.Profile, ProfileHunt, ProfileRolling)
 	case c.Profile == ProfileHunt && c.Nodes < 3:
 		return c, fmt.Errorf("%w: the hunt needs at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case c.rolling() && c.Nodes < 3:
+		return c, fmt.Errorf("%w: the rolling restarts need at least 3 nodes, not %d", ErrConfig, c.Nodes)
+	case c.rolling() && !spec.fencedlock:
+		return c, fmt.Errorf("%w: the rolling restarts drive a fencedlock variant, not %s", ErrConfig, c.Lock)
+	case c.rolling() && !slices.Equal(c.Faults, RollingFaults()):
+		return c, fmt.Errorf("%w: the rolling restarts inject %s alone, not %s", ErrConfig, fault.Join(RollingFaults()), fault.Join(c.Faults))
+	case c.rolling() && c.Lanes > 1:
+		return c, fmt.Errorf("%w: the rolling restarts run one lane per client (client 0's is the long hold)", ErrConfig)
+	case c.rolling() && c.ClientProcs:
+		return c, fmt.Errorf("%w: the rolling restarts do not run with client processes", ErrConfig)
 	case spec.replicas && !c.Replicas:
 		return c, fmt.Errorf("%w: lock %s runs on nodes with a replica (Replicas, --replicas)", ErrConfig, c.Lock)
 	case !spec.fencedlock && c.Lanes > 1:
@@ -231,6 +273,8 @@ func (c Config) has(k fault.Kind) bool { return slices.Contains(c.Faults, k) }
 
 func (c Config) hunt() bool { return c.Profile == ProfileHunt }
 
+func (c Config) rolling() bool { return c.Profile == ProfileRolling }
+
 // canHunt refuses, before anything starts, a hunt whose clock jumps this
 // machine cannot fake.
 func (c Config) canHunt() error {
@@ -269,6 +313,13 @@ func (c Config) CheckOptions() checker.CheckOptions {
 		HarnessTokens: !HasToken(c.Lock)}
 	if c.Lock != "" && !IsFencedlock(c.Lock) {
 		opts.OrderMargin = 0 // the others promise no order among waiters
+	}
+	if c.rolling() {
+		// The rolling restarts ask whether a second hold is granted while
+		// the long one lasts: the contenders' attempts exercise the
+		// exclusion, and a lock that keeps it may grant nothing but the
+		// long hold (checker.CheckOptions.MinAcquisitions, default 2).
+		opts.MinAcquisitions = 1
 	}
 	if c.Strict {
 		opts.Expected = map[checker.Property][]fault.Kind{}

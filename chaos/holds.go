@@ -30,7 +30,7 @@ import (
 //     whatever the nodes go through, writing a few times a TTL while Done is
 //     open. The extensions the watchdog makes are recorded as the client sees
 //     them (Until moved), so the checker's hold never outlasts the client's
-//     belief.
+//     belief, with the keys they re-created (fencedlock-reacquire).
 //
 // A hold acts as holder (writes) only while the validity it has seen has at
 // least a quarter of the TTL left: the margin keeps a slow machine's
@@ -148,13 +148,22 @@ func (c *client) ride(ctx, octx context.Context, l locker.Hold, h recorder.Hold,
 			return
 		default:
 		}
-		if u := l.Until(); u.After(seen) {
-			h.Extend().OK(c.realTime(u))
-			c.probeHold(h)
-			seen = u
-		}
+		seen = c.seeExtension(l, h, seen)
 		c.writeIfValid(octx, l, h, res)
 	}
+}
+
+// seeExtension records an extension of the auto-extended hold l if its
+// Until moved past seen, at the moment the client sees it, with the
+// re-creates seen since its last recorded one, and returns the Until seen.
+func (c *client) seeExtension(l locker.Hold, h recorder.Hold, seen time.Time) time.Time {
+	u := l.Until()
+	if !u.After(seen) {
+		return seen
+	}
+	h.Extend().Reacquired(c.newRecreates(l)).OK(c.realTime(u))
+	c.probeHold(h)
+	return u
 }
 
 // awaitFree waits, a TTL at most, until a quorum of the nodes answer that

@@ -54,7 +54,8 @@ func serveClient(in io.Reader, out io.Writer) error {
 	if err := json.Unmarshal(line, &s); err != nil {
 		return fmt.Errorf("reading the settings: %w", err)
 	}
-	cfg, err := Config{Nodes: s.Nodes, TTL: s.TTL, NodeTimeout: s.NodeTimeout, Seed: s.Seed}.withDefaults()
+	cfg, err := Config{Nodes: s.Nodes, TTL: s.TTL, NodeTimeout: s.NodeTimeout, Seed: s.Seed,
+		Lock: s.Lock, Replicas: s.Replicas}.withDefaults()
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func startProcs(ctx context.Context, cfg Config, b backend.Backend, storeAddr st
 	addrs := backend.Addrs(b)
 	for i := range cfg.Clients {
 		st := procSettings{Client: i, Addrs: addrs, Store: storeAddr, Nodes: cfg.Nodes,
-			TTL: cfg.TTL, NodeTimeout: cfg.NodeTimeout, Seed: cfg.Seed}
+			TTL: cfg.TTL, NodeTimeout: cfg.NodeTimeout, Seed: cfg.Seed, Lock: cfg.Lock, Replicas: cfg.Replicas}
 		if i == 0 && cfg.has(fault.ClientClockSkew) {
 			st.ClockRate = 0.5 // half speed: validity lasts twice as long, as in-process
 		}

@@ -30,6 +30,10 @@ type procSettings struct {
 	TTL         time.Duration `json:"ttl"`
 	NodeTimeout time.Duration `json:"node_timeout"`
 	Seed        uint64        `json:"seed"`
+	// Lock and Replicas are the run's (Config.Lock, Config.Replicas): the
+	// lock the client drives, a fencedlock variant; "" is fencedlock.
+	Lock     string `json:"lock,omitempty"`
+	Replicas bool   `json:"replicas,omitempty"`
 	// ClockRate, if not zero, runs the client's clock.Clock at that rate of
 	// the real one (client-clock-skew).
 	ClockRate float64 `json:"clock_rate,omitempty"`

@@ -271,6 +271,7 @@ func startClients(cfg Config, addrs []string, rec *recorder.Recorder, st *store)
 		clients []*client
 		seq     atomic.Uint64
 	)
+	longHeld := make(chan struct{}) // the rolling profile's long hold was taken
 	for i := range cfg.Clients {
 		var clk clock.Clock = clock.Real()
 		if i == 0 && cfg.has(fault.ClientClockSkew) {
@@ -283,6 +284,7 @@ func startClients(cfg Config, addrs []string, rec *recorder.Recorder, st *store)
 			}
 			return nil, err
 		}
+		c.longHeld = longHeld
 		clients = append(clients, c)
 	}
 	// Dial every client's node connections before the workload starts, as
@@ -313,6 +315,9 @@ func Schedule(cfg Config) (schedule.Plan, error) {
 // nodePlan draws the node fault schedule. kill-during-acquire keeps one
 // node of the minority for itself.
 func nodePlan(cfg Config) (schedule.Plan, error) {
+	if cfg.rolling() {
+		return schedule.NewRollingPlan(cfg.Nodes, cfg.Duration, cfg.rollingSpacing(), cfg.Seed)
+	}
 	if cfg.hunt() {
 		opts := []schedule.PlanOption{schedule.WithMaxTTL(cfg.TTL)}
 		if cfg.has(fault.Failover) {

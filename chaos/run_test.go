@@ -152,6 +152,12 @@ func TestBadConfig(t *testing.T) {
 		{Lock: chaos.LockRedsync, ClientProcs: true},                           // fencedlock only
 		{Lock: chaos.LockRedislock, Lanes: 2},                                  // so are lanes
 		{Lock: chaos.LockRedsync, Faults: []fault.Kind{fault.ClientClockSkew}}, // and a skewed client clock
+		{Profile: "storm"},
+		{Profile: chaos.ProfileRolling, Nodes: 2},                                                   // needs 3 nodes
+		{Profile: chaos.ProfileRolling, Lock: chaos.LockRedsync},                                    // a fencedlock variant
+		{Profile: chaos.ProfileRolling, Faults: []fault.Kind{fault.RestartWithoutData, fault.Kill}}, // its restarts alone
+		{Profile: chaos.ProfileRolling, Lanes: 2},
+		{Profile: chaos.ProfileRolling, ClientProcs: true},
 	} {
 		if _, err := chaos.Run(t.Context(), cfg); !errors.Is(err, chaos.ErrConfig) {
 			t.Errorf("Run(%+v): %v, want ErrConfig", cfg, err)

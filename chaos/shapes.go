@@ -130,12 +130,14 @@ func (c *client) shrink(ctx context.Context, tg target) {
 	c.unlock(octx, l, h)
 }
 
-// extendFor calls Extend for ttl and records it; it reports success.
+// extendFor calls Extend for ttl and records it, with the re-creates seen
+// since the hold's last recorded extension; it reports success.
 func (c *client) extendFor(ctx context.Context, l locker.Hold, h recorder.Hold, ttl time.Duration) bool {
 	e := h.Extend()
 	ectx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 	err := l.Extend(ectx, ttl)
 	cancel()
+	e.Reacquired(c.newRecreates(l))
 	switch {
 	case err == nil:
 		e.OK(c.realTime(l.Until()))

@@ -62,6 +62,10 @@ type client struct {
 	// in the order the acquisitions returned; shared by the clients.
 	seq *atomic.Uint64
 
+	// longHeld is closed by client 0 of the rolling profile once it took
+	// its long hold (or gave up): the others contend from then on.
+	longHeld chan struct{}
+
 	pauseNext atomic.Bool // client-pause: stop past the validity on the next hold
 	skewNext  atomic.Bool // client-clock-skew: work to the validity on the next hold
 	lateNext  atomic.Bool // late-write: write again once the hold is over
@@ -70,9 +74,12 @@ type client struct {
 	probe   *prober        // nil: the nodes are not probed (probe.go)
 	probing sync.WaitGroup // probes made in the background
 
-	valuesMu sync.Mutex      // protects lockID, held: the client's lanes share them
+	valuesMu sync.Mutex      // protects lockID, held, recorded: the client's lanes share them
 	lockID   string          // the end of every hold value of lk, once a hold showed it (see ownBefore)
 	held     map[string]bool // every hold value Lock returned to a lane of this client
+	// recorded counts, per hold value, the re-creates of the hold
+	// (locker.Reacquirer) that its recorded extensions carry (see newRecreates).
+	recorded map[string]int
 
 	// pause stops the client past the validity of l, in its critical section,
 	// and records the fault: sleepPastValidity, unless the client runs in a
@@ -82,7 +89,7 @@ type client struct {
 
 func newClient(id int, cfg Config, addrs []string, clk clock.Clock, rec *recorder.Client, st *store, seq *atomic.Uint64) (*client, error) {
 	if cfg.Lock == "" {
-		cfg.Lock = LockFencedlock // a client process's settings name none: it runs fencedlock
+		cfg.Lock = LockFencedlock // a Config that did not go through withDefaults
 	}
 	spec, err := lockSpecOf(cfg.Lock)
 	if err != nil {
@@ -147,6 +154,10 @@ func (c *client) loop(ctx context.Context) {
 
 // lane is one goroutine's loop of holds.
 func (c *client) lane(ctx context.Context) {
+	if c.cfg.rolling() {
+		c.rolling(ctx) // rolling.go
+		return
+	}
 	for ctx.Err() == nil {
 		if c.cfg.hunt() {
 			c.huntOnce(ctx)
@@ -191,18 +202,20 @@ func (c *client) once(ctx context.Context) {
 // checker blames a node fault only on the holds that node was part of. A
 // hold with no fencing token is recorded with the harness's (see seq).
 func (c *client) acquire(ctx context.Context, key string, auto bool) (locker.Hold, recorder.Hold, bool) {
+	return c.acquireBy(ctx, key, func(ctx context.Context) (locker.Hold, error) {
+		lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
+		defer cancel()
+		if ax, ok := c.lk.(locker.AutoExtender); ok && auto {
+			return ax.LockAutoExtend(lctx, key, c.cfg.TTL)
+		}
+		return c.lk.Lock(lctx, key, c.cfg.TTL)
+	})
+}
+
+// acquireBy is acquire, with the call to the lock made by lock.
+func (c *client) acquireBy(ctx context.Context, key string, lock func(context.Context) (locker.Hold, error)) (locker.Hold, recorder.Hold, bool) {
 	a := c.rec.Acquire(key)
-	lctx, cancel := context.WithTimeout(ctx, 2*c.cfg.TTL)
-	var (
-		l   locker.Hold
-		err error
-	)
-	if ax, ok := c.lk.(locker.AutoExtender); ok && auto {
-		l, err = ax.LockAutoExtend(lctx, key, c.cfg.TTL)
-	} else {
-		l, err = c.lk.Lock(lctx, key, c.cfg.TTL)
-	}
-	cancel()
+	l, err := lock(ctx)
 	if err != nil {
 		a.Fail(err)
 		c.probeAfterFailure(ctx, key, c.clk.Now())
@@ -252,6 +265,7 @@ func (c *client) write(ctx context.Context, h recorder.Hold, res string) {
 
 // unlock releases l and records it.
 func (c *client) unlock(ctx context.Context, l locker.Hold, h recorder.Hold) {
+	defer c.forgetRecreates(l)
 	r := h.Release()
 	at := c.clk.Now()
 	uctx, ucancel := context.WithTimeout(ctx, c.cfg.TTL)

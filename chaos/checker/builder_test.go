@@ -52,6 +52,9 @@ func (b *builder) extend(hold int, inv, comp, valid float64, out history.Outcome
 	return b.add(op)
 }
 
+// recreate sets the nodes extend op id re-created its hold's key on.
+func (b *builder) recreate(id int, nodes ...int) { b.h.Ops[id-1].Reacquired = nodes }
+
 func (b *builder) lost(hold int, at float64) int {
 	return b.add(b.held(history.KindLost, hold, at, at, history.OK))
 }

@@ -30,6 +30,18 @@ import (
 // extension began by U minus the hold's lease at the latest (the lease: the
 // acquire's validity end less its invocation). That covers extensions
 // recorded when they were seen rather than made (an automatic one).
+//
+// A lock that re-creates vanished keys on purpose (fencedlock with
+// redlock.WithReacquireOnExtend) may do so only within the validity: past
+// it, another hold may have been granted by the nodes it would re-create,
+// and no other hold need have come for the holder to believe wrongly that
+// it still holds the lock. When the history records the re-creates
+// (history.Op.Reacquired), a successful extension that recorded some and
+// began after its hold's validity end is a resurrected hold too, with no
+// other acquire in between. Re-creates recorded on an extension that did
+// not succeed are not judged: they may be the late answers of an earlier
+// extension, recorded with the next one whenever it came (see
+// history.Op.Reacquired), and the holder believes nothing of them.
 func resurrectedHolds(h history.History) []Violation {
 	byKey := make(map[string][]history.Op) // successful acquires by key, by completion
 	for _, op := range acquired(h) {
@@ -61,6 +73,7 @@ func resurrectedHolds(h history.History) []Violation {
 		i, _ := slices.BinarySearchFunc(ops, v, func(op history.Op, t time.Duration) int {
 			return cmp.Compare(op.Complete, t+1) // the first that returned after v
 		})
+		found := false
 		for ; i < len(ops) && ops[i].Complete < began; i++ {
 			if b := ops[i]; b.ID != a.ID {
 				vs = append(vs, Violation{
@@ -70,8 +83,18 @@ func resurrectedHolds(h history.History) []Violation {
 					Detail: fmt.Sprintf("hold %d (client %d, token %d) extended by op %d after its validity ended and acquire %d (client %d, token %d) returned",
 						a.ID, a.Client, a.Token, e.ID, b.ID, b.Client, b.Token),
 				})
+				found = true
 				break
 			}
+		}
+		if !found && len(e.Reacquired) > 0 && began > v {
+			vs = append(vs, Violation{
+				Property: ResurrectedHold, Key: a.Key,
+				Ops: []int{a.ID, e.ID}, Clients: []int{a.Client},
+				Start: began, End: e.Complete, Since: v,
+				Detail: fmt.Sprintf("hold %d (client %d, token %d) extended by op %d, which began %v after its validity ended and re-created its key on nodes %v",
+					a.ID, a.Client, a.Token, e.ID, (began - v).Round(time.Microsecond), e.Reacquired),
+			})
 		}
 	}
 	return sortViolations(vs)

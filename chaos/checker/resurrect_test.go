@@ -61,6 +61,53 @@ func TestResurrectedHolds(t *testing.T) {
 			b.acquire(1, 40, 60, 50, 2)
 			b.extend(a, 70, 71, 50, history.OK)
 		}, 1, true},
+		// Re-creates recorded (WithReacquireOnExtend): one within the
+		// validity is the option at work; one past it is a resurrection
+		// even with no other hold in between.
+		{"re-create within the validity", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.fault(fault.RestartWithoutData, 2, 10, 12)
+			b.recreate(b.extend(a, 30, 31, 50, history.OK), 2) // valid until 51: began well within
+			b.recreate(b.extend(a, 60, 61, 50, history.OK), 2) // within what the first gave (81)
+		}, 0, false},
+		{"re-create after the validity", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.recreate(b.extend(a, 60, 61, 50, history.OK), 0, 1, 2) // began past 51
+		}, 1, false},
+		{"re-create after a raised validity", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.extend(a, 30, 31, 50, history.OK)                // valid until 81
+			b.recreate(b.extend(a, 90, 91, 50, history.OK), 1) // began past 81
+		}, 1, false},
+		{"re-create seen late (automatic), begun within", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1) // lease 51 from invocation
+			// Recorded at 70 with a validity of 100: it began by 49.
+			op := b.held(history.KindExtend, a, 70, 70, history.OK)
+			op.ValidUntil, op.Reacquired = ms(100), []int{1}
+			b.add(op)
+		}, 0, false},
+		{"re-create on an extension that failed", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.extend(a, 30, 31, 50, history.OK)
+			// A late answer of the first, recorded with the next call,
+			// which the client made past its validity and which failed.
+			b.recreate(b.extend(a, 90, 91, 0, history.LockLost), 2)
+		}, 0, false},
+		{"re-create after the validity, another acquire in between", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.acquire(1, 40, 60, 50, 2)
+			b.recreate(b.extend(a, 70, 71, 50, history.OK), 0) // one violation, not two
+		}, 1, false},
+		{"re-create after the validity, under amnesia", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.fault(fault.RestartWithoutData, 2, 55, 56)
+			b.recreate(b.extend(a, 60, 61, 50, history.OK), 2)
+		}, 1, true},
+		{"re-create after the validity, under latency", func(b *builder) {
+			a := b.acquire(0, 0, 1, 50, 1)
+			b.fault(fault.Latency, 2, 55, 58)
+			b.recreate(b.extend(a, 60, 61, 50, history.OK), 2)
+		}, 1, false},
 		{"under latency", func(b *builder) {
 			a := b.acquire(0, 0, 1, 50, 1)
 			b.fault(fault.Latency, 2, 55, 65)

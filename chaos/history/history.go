@@ -84,6 +84,14 @@ type Op struct {
 	// nodes that extended it. Nil means not recorded: the checker then
 	// blames faults by time and key alone (see blame.go).
 	Granted []int `json:"granted,omitempty"`
+	// Reacquired is, for an extend, the nodes (indexes, one entry per
+	// re-create: a node may be listed twice) on which the hold's key was
+	// re-created (fencedlock's redlock.WithReacquireOnExtend) that the
+	// client had seen by the time the op was recorded and had not recorded
+	// on an earlier extend: a re-create that answers after its Extend
+	// returned is recorded on the hold's next extend. Nil: none seen, or
+	// the lock re-creates nothing.
+	Reacquired []int `json:"reacquired,omitempty"`
 
 	Resource string `json:"resource,omitempty"` // write: the store resource
 	Entry    string `json:"entry,omitempty"`    // write: unique id of what was written

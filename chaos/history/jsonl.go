@@ -50,7 +50,8 @@ type Line struct {
 	Token      uint64   `json:"token,omitempty"`
 	Value      string   `json:"value,omitempty"`
 	ValidUntil *int64   `json:"valid_until_ns,omitempty"`
-	Granted    []int    `json:"granted,omitempty"` // acquire, extend: the nodes whose grants counted
+	Granted    []int    `json:"granted,omitempty"`    // acquire, extend: the nodes whose grants counted
+	Reacquired []int    `json:"reacquired,omitempty"` // extend: the nodes where it re-created the key
 	Resource   string   `json:"resource,omitempty"`
 	Entry      string   `json:"entry,omitempty"`
 	Seq        uint64   `json:"seq,omitempty"`
@@ -142,7 +143,7 @@ func (h History) Line(op Op) Line {
 		v := int64(op.ValidUntil)
 		l.ValidUntil = &v
 	}
-	l.Granted = op.Granted
+	l.Granted, l.Reacquired = op.Granted, op.Reacquired
 	switch {
 	case op.Kind == KindProbe:
 		probeLine(h, op, &l)

@@ -163,7 +163,7 @@ func (f fields) uint(name string, required bool) (uint64, error) {
 // allowed lists the fields each kind of line may have.
 var allowed = map[string][]string{
 	string(KindAcquire): {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err", "granted"},
-	string(KindExtend):  {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err", "granted"},
+	string(KindExtend):  {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "valid_until_ns", "err", "granted", "reacquired"},
 	string(KindRelease): {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "err"},
 	string(KindWrite):   {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value", "resource", "entry", "seq", "err"},
 	string(KindLost):    {"client", "key", "invoke_ns", "complete_ns", "outcome", "token", "value"},
@@ -309,6 +309,9 @@ func (l *parsed) operation(f fields) error {
 		l.op.ValidUntil, l.hasValid = time.Duration(v), has
 	}
 	if err := l.granted(f); err != nil {
+		return err
+	}
+	if err := l.reacquired(f); err != nil {
 		return err
 	}
 	if l.kind == string(KindWrite) {

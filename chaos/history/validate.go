@@ -3,13 +3,22 @@ package history
 import "fmt"
 
 // Validate checks what a checker may rely on: IDs are positions, node
-// faults name nodes of the run (but in a version 1 history), and ops that
-// name a hold name a successful acquire of the same key that came before.
+// faults name nodes of the run (but in a version 1 history), ops that name
+// a hold name a successful acquire of the same key that came before, and
+// only extends record re-creates, on nodes of the run.
 // ReadJSONL returns only histories that pass it.
 func (h History) Validate() error {
 	for i, op := range h.Ops {
 		if op.ID != i+1 {
 			return fmt.Errorf("op %d has ID %d", i+1, op.ID)
+		}
+		if len(op.Reacquired) > 0 && op.Kind != KindExtend {
+			return fmt.Errorf("%s op %d records re-creates: only an extend makes them", op.Kind, op.ID)
+		}
+		for _, n := range op.Reacquired {
+			if n < 0 || (h.Nodes > 0 && n >= h.Nodes) {
+				return fmt.Errorf("extend %d re-created its key on node %d of %d", op.ID, n, h.Nodes)
+			}
 		}
 		if op.Hold == 0 {
 			if op.Kind == KindRelease || op.Kind == KindWrite || op.Kind == KindLost || op.Kind == KindExtend {

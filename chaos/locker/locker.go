@@ -66,6 +66,15 @@ type Granted interface {
 	Nodes() []int
 }
 
+// Reacquirer is a Hold whose extensions may re-create its key on nodes
+// that lost it (fencedlock with redlock.WithReacquireOnExtend): Reacquired
+// lists the nodes (indexes of the Locker's nodes) where they did, one entry
+// per re-create, in the order they were seen. The list only grows, and a
+// re-create may be added after the Extend that sent it returned.
+type Reacquirer interface {
+	Reacquired() []int
+}
+
 // The errors adapters wrap.
 var (
 	// ErrNotAcquired: another holder has the key (or ctx ended first).

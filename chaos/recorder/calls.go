@@ -138,6 +138,20 @@ type ExtendCall struct {
 	id int
 }
 
+// Reacquired records the nodes (indexes of the lock's nodes) on which the
+// hold's key was re-created (fencedlock with
+// redlock.WithReacquireOnExtend) that the holder has seen since the
+// hold's last recorded extension: with fencedlock, what Lock.Reacquired
+// lists beyond what earlier extensions recorded. A re-create that answers
+// after its Extend returned goes with the next one recorded. Call it
+// before the outcome; none (an empty list) records nothing. It returns c.
+func (c *ExtendCall) Reacquired(nodes []int) *ExtendCall {
+	if len(nodes) > 0 {
+		c.r.update(c.id, func(op *history.Op) { op.Reacquired = slices.Clone(nodes) })
+	}
+	return c
+}
+
 // OK records that the hold was extended, now valid until until (see
 // AcquireCall.OK).
 func (c *ExtendCall) OK(until time.Time) {

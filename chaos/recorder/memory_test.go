@@ -132,6 +132,31 @@ func TestMemoryValidity(t *testing.T) {
 	}
 }
 
+// An extend records the re-creates given before its outcome, whatever the
+// outcome; none given, or an empty list, records none; one given after the
+// outcome records nothing.
+func TestMemoryReacquired(t *testing.T) {
+	mem := recorder.NewMemory()
+	rec := recorder.New(mem, recorder.WithNodes(3))
+	h := rec.Client("c").Acquire("k").OK(1, time.Now().Add(time.Second))
+	h.Extend().Reacquired([]int{2, 0}).OK(time.Now().Add(time.Second))
+	h.Extend().Reacquired(nil).OK(time.Now().Add(time.Second))
+	h.Extend().Reacquired([]int{1}).LockLost()
+	e := h.Extend()
+	e.Fail(errors.New("timeout"))
+	e.Reacquired([]int{1})
+	var got [][]int
+	for _, op := range mem.History().Ops[1:] {
+		got = append(got, op.Reacquired)
+	}
+	if !reflect.DeepEqual(got, [][]int{{2, 0}, nil, {1}, nil}) {
+		t.Fatalf("reacquired %v", got)
+	}
+	if err := mem.History().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A call completes once: a second completion, a datum given after the
 // outcome, and any call after Close record nothing.
 func TestRecorderCompletesOnce(t *testing.T) {

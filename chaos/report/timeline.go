@@ -269,8 +269,9 @@ func (t *timeline) addViolations(fr frame, h history.History, vs []checker.Viola
 			if v.Property != checker.MutualExclusion {
 				kind = "box " // from the earlier acquire's return to the later one's
 			}
-			top := fr.laneY(min(v.Clients[0], v.Clients[1]))
-			bottom := fr.laneY(max(v.Clients[0], v.Clients[1])) + fr.laneH
+			// A re-create past validity (resurrected_hold) names its own client alone.
+			top := fr.laneY(slices.Min(v.Clients))
+			bottom := fr.laneY(slices.Max(v.Clients)) + fr.laneH
 			t.Violations = append(t.Violations, shape{ID: id, X: fr.x(v.Start), Y: top,
 				W: width(v), H: bottom - top, Class: kind + class, Title: v.Detail})
 		case checker.LivenessStall: // the gap between successes, over every lane

@@ -73,6 +73,34 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 }
 
+// A resurrected hold of one client alone (a re-create recorded on an
+// extension that began past its validity) is drawn over that client's lane.
+func TestHTMLRecreatePastValidity(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	h := history.History{Nodes: 3, End: time.Second, Ops: []history.Op{
+		{ID: 1, Kind: history.KindAcquire, Client: 1, Key: "k", Outcome: history.OK, Invoke: 0, Complete: ms(1), Token: 1, ValidUntil: ms(500)},
+		{ID: 2, Kind: history.KindExtend, Client: 1, Key: "k", Hold: 1, Outcome: history.OK, Token: 1, Invoke: ms(600), Complete: ms(601),
+			ValidUntil: ms(1100), Reacquired: []int{2}},
+	}}
+	run := Run{Clients: 2, History: h, Result: checker.Check(h, checker.CheckOptions{})}
+	if got := run.Result.Found.ResurrectedHolds; got != 1 {
+		t.Fatalf("%d resurrected holds, want 1", got)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	fr := newFrame(3, 1) // 3 node rows above the lanes, one key
+	box := regexp.MustCompile(`<rect id="v1" class="box bad" x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)"><title>hold 1 `)
+	m := box.FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatal("no box for the resurrected hold in the page")
+	}
+	if m[1] != fmt.Sprintf("%.1f", fr.laneY(1)) || m[2] != fmt.Sprintf("%.1f", laneH) {
+		t.Errorf("box at y %s, height %s; want client 1's lane, y %.1f, height %.1f", m[1], m[2], fr.laneY(1), laneH)
+	}
+}
+
 // busyRun is a clean run with n holds spread over 4 clients.
 // TestHTMLStarvation draws a starved client's wait over its own lane.
 func TestHTMLStarvation(t *testing.T) {

@@ -18,6 +18,11 @@ type Step struct {
 	Kind  fault.Kind
 	Node  int
 	Fault backend.Fault
+	// Settle, for a fault with no undo (a restart), keeps its node
+	// reserved for this long after Inject returned (the node answers
+	// again), if that ends later than For: with MaxDown 1, the next step
+	// starts no sooner, however long the restart took (NewRollingPlan).
+	Settle time.Duration
 	// Beyond marks a step of a fault planned on more nodes at once than
 	// MaxDown allows (a majority failing over together): Run starts it
 	// when its node is free and no node outside such a group is under a

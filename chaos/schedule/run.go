@@ -51,6 +51,8 @@ func WithCleanupTimeout(d time.Duration) RunOption {
 // must bear them on every node at once. A step
 // with no undo (a restart) keeps its node for its For all the same.
 //
+// Steps with a Settle (a rolling restart) claim their nodes in plan order.
+//
 // record (if not nil) gets one FaultEvent per fault when it is over; calls
 // to record are serialised. Run returns when every started step is over. A
 // step that fails does not stop the run: Run returns the failures joined.
@@ -66,12 +68,18 @@ func Run(ctx context.Context, b backend.Backend, p Plan, record func(FaultEvent)
 	origin := rc.clock.Now()
 	var wg sync.WaitGroup
 	var ctxErr error
+	var prev chan struct{} // closed once the last step with a Settle has claimed its node (or given up)
 	for _, s := range p.Steps {
 		if err := rc.clock.Sleep(ctx, s.At-rc.clock.Since(origin)); err != nil {
 			ctxErr = err
 			break
 		}
-		wg.Go(func() { r.step(ctx, s) })
+		var after, claimed chan struct{}
+		if s.Settle > 0 {
+			after, claimed = prev, make(chan struct{})
+			prev = claimed
+		}
+		wg.Go(func() { r.step(ctx, s, after, claimed) })
 	}
 	wg.Wait()
 	if ctxErr == nil {
@@ -96,8 +104,26 @@ type runner struct {
 	freed  chan struct{} // closed and replaced when a node is freed
 }
 
-func (r *runner) step(ctx context.Context, s Step) {
-	if r.claim(ctx, s.Node, countsDown(s.Kind), s.Beyond) != nil {
+// step runs s. A step with a Settle waits, before it claims its node,
+// until the one before it with a Settle has claimed its own (after), and
+// closes claimed once it has (or gave up): steps that run late queue for
+// the MaxDown in plan order, so that a rolling restart keeps its turn.
+func (r *runner) step(ctx context.Context, s Step, after <-chan struct{}, claimed chan struct{}) {
+	err := ctx.Err()
+	if after != nil && err == nil {
+		select {
+		case <-after:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err == nil {
+		err = r.claim(ctx, s.Node, countsDown(s.Kind), s.Beyond)
+	}
+	if claimed != nil {
+		close(claimed)
+	}
+	if err != nil {
 		return // the run ended before this fault could start
 	}
 	defer r.free(s.Node)
@@ -108,7 +134,7 @@ func (r *runner) step(ctx context.Context, s Step) {
 		ev.End, ev.Err = clk.Now(), err
 		r.report(s, ev)
 		if err == nil { // over already (a restart): keep the node for the rest of its hold
-			_ = clk.Sleep(ctx, s.For-clk.Since(ev.Start))
+			_ = clk.Sleep(ctx, max(s.For-clk.Since(ev.Start), s.Settle-clk.Since(ev.End)))
 		}
 		return
 	}

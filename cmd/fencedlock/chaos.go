@@ -24,15 +24,16 @@ var chaosHeader = `Usage:
                    [--seed N] [--backend process|docker] [--ttl D] [--node-timeout D]
                    [--json FILE] [--html FILE] [--history FILE] [--strict]
                    [--client-procs] [--stop-on-violation] [--replicas]
-                   [--lock fencedlock|fencedlock-acks|redsync|redislock|sentinel|all]
+                   [--lock fencedlock|fencedlock-acks|fencedlock-reacquire|redsync|
+                           redislock|sentinel|all]
 
 Runs real Redis nodes (local redis-server processes, or containers), K clients
 that loop Lock -> fenced write -> hold -> Unlock on one key, and a seeded fault
 schedule; then checks the history for mutual exclusion, fencing order,
 duplicate tokens, stale writes accepted, lost writes, resurrected holds
-(an extend that succeeds after another client acquired past its validity)
-and liveness (stalls, starved clients, and keys slow to pass from a release
-to their waiters).
+(an extend that succeeds after another client acquired past its validity,
+or that re-created the key after it) and liveness (stalls, starved clients,
+and keys slow to pass from a release to their waiters).
 
 The clients are goroutines of this process, unless --client-procs: then each
 is a process of its own (this binary, started again), on this machine, that
@@ -52,19 +53,21 @@ clock skew act on the current primary, on either backend.
 
 --lock picks the lock the workload drives: fencedlock (the default),
 fencedlock-acks (fencedlock counting a grant once the node's replica has it;
-needs --replicas), redsync (Redlock on every node), redislock (one lock on
-node 0) or sentinel (SET NX PX with an INCR token on node 0, a primary with a
-replica under Sentinel; needs --replicas). A lock with no fencing token
-(redsync, redislock) writes to the store unfenced, and its stale writes that
-reached the store are counted; fencing order and duplicate tokens are n/a.
-The probes of the nodes, lanes, --client-procs and client-clock-skew need
-fencedlock. --lock all runs the five one after another under the same seed
-and fault schedule, each on fresh nodes (with --replicas for all, which it
-turns on), prints a comparison table, writes one timeline per lock next to
---html (FILE-LOCK.html) with FILE the table linking them, and puts the
-comparison in the JSON report (its single-run fields are fencedlock's); its
-exit status is about fencedlock's two variants alone. --history takes one
-lock that gives a token.
+needs --replicas), fencedlock-reacquire (fencedlock whose extensions
+re-create a hold's key on a node that lost it, within validity), redsync
+(Redlock on every node), redislock (one lock on node 0) or sentinel (SET NX
+PX with an INCR token on node 0, a primary with a replica under Sentinel;
+needs --replicas). A lock with no fencing token (redsync, redislock) writes
+to the store unfenced, and its stale writes that reached the store are
+counted; fencing order and duplicate tokens are n/a. The probes of the
+nodes, lanes, --client-procs and client-clock-skew need fencedlock. --lock
+all runs five of them (all but fencedlock-reacquire) one after another under
+the same seed and fault schedule, each on fresh nodes (with --replicas for
+all, which it turns on), prints a comparison table, writes one timeline per
+lock next to --html (FILE-LOCK.html) with FILE the table linking them, and
+puts the comparison in the JSON report (its single-run fields are
+fencedlock's); its exit status is about fencedlock's two variants alone.
+--history takes one lock that gives a token.
 `
 
 // chaosOwnNodes says what to do instead of giving chaos addresses.
@@ -88,6 +91,13 @@ var chaosFooter = `Faults (--faults, comma-separated; default: the tolerated one
                         "hunt,KIND,..." adds kinds to it: with failover
                         (and --replicas) an episode fails one node over,
                         then a majority at once
+  rolling               the rolling restarts instead of a list: the nodes
+                        restart without their data one at a time, in turn,
+                        each a TTL and a third plus a node timeout after the
+                        one before answered again, while client 0 keeps one
+                        auto-extended hold for the whole run and the others
+                        contend for its key; with --lock fencedlock-reacquire
+                        the hold survives, with fencedlock it is lost
 
 Exit status:
   0  verdict ok: no violation the faults do not explain
@@ -158,7 +168,11 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmd.fail(stderr, "--node-timeout must be positive")
 	}
 	rest, hunt := huntInList(*faults)
-	if hunt {
+	if rolling, alone := rollingInList(*faults); rolling && !alone {
+		return cmd.fail(stderr, "--faults %s: the %s profile takes no other kinds", *faults, chaos.ProfileRolling)
+	} else if rolling {
+		cfg.Profile, cfg.Faults = chaos.ProfileRolling, chaos.RollingFaults()
+	} else if hunt {
 		cfg.Profile, cfg.Faults = chaos.ProfileHunt, chaos.HuntFaults()
 		extra, err := fault.Parse(rest)
 		if err != nil {
@@ -172,7 +186,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		list, err := fault.Parse(*faults)
 		if err != nil {
-			return cmd.fail(stderr, "%v (or %q, the hunt profile)", err, chaos.ProfileHunt)
+			return cmd.fail(stderr, "%v (or %q, the hunt profile, or %q, the rolling restarts)", err, chaos.ProfileHunt, chaos.ProfileRolling)
 		}
 		cfg.Faults = list
 		if cfg.Faults == nil {
@@ -296,6 +310,18 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// rollingInList reports whether list (--faults) names the rolling
+// profile, and whether alone.
+func rollingInList(list string) (rolling, alone bool) {
+	ks := strings.Split(list, ",")
+	for _, k := range ks {
+		if strings.TrimSpace(k) == chaos.ProfileRolling {
+			return true, len(ks) == 1
+		}
+	}
+	return false, false
 }
 
 // huntInList reports whether list (--faults) names the hunt profile, and

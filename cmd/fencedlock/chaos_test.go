@@ -64,6 +64,10 @@ func TestChaosBadUsage(t *testing.T) {
 		{"--lock", "redsync", "--faults", "client-clock-skew"},
 		{"--lock", "all", "--history", "h.jsonl"},
 		{"--lock", "redsync", "--history", "h.jsonl"},
+		{"--faults", "rolling,kill"},                 // the rolling restarts take no other kinds
+		{"--faults", "rolling", "--nodes", "2"},      // need 3 nodes
+		{"--faults", "rolling", "--lock", "redsync"}, // drive a fencedlock variant
+		{"--faults", "rolling", "--lanes", "2"},
 	} {
 		r := call(t.Context(), append([]string{"chaos"}, args...)...)
 		// A bad --backend is found once the run begins, after its first line.

@@ -116,6 +116,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"run", "--help"}, "Exit status:\n  COMMAND's status"},
 		{[]string{"run", "--help"}, "--wait forever waits"},
 		{[]string{"run", "--help"}, "FENCEDLOCK_HOLDER"},
+		{[]string{"chaos", "--help"}, "\n  rolling               the rolling restarts instead of a list"},
+		{[]string{"chaos", "--help"}, "fencedlock-reacquire (fencedlock whose extensions"},
 		{[]string{"status", "-h"}, "Usage: fencedlock status"},
 		{[]string{"status", "--help"}, "0   a quorum holds the key"},
 		{[]string{"version"}, "fencedlock "},

@@ -1,6 +1,6 @@
 // Package fenced adapts fencedlock's redlock.Client to locker.Locker: the
-// quorum lock on every node, with its fencing token, its lost signal and
-// its auto-extension.
+// quorum lock on every node, with its fencing token, its lost signal, its
+// auto-extension and the re-creates of its extensions (locker.Reacquirer).
 package fenced
 
 import (
@@ -80,6 +80,10 @@ func (h Hold) Done() <-chan struct{} { return h.L.Done() }
 
 // Nodes returns the nodes whose grants counted toward the token.
 func (h Hold) Nodes() []int { return h.L.Nodes() }
+
+// Reacquired returns the nodes where the lock's extensions re-created its
+// key (redlock.WithReacquireOnExtend; always empty without it).
+func (h Hold) Reacquired() []int { return h.L.Reacquired() }
 
 // Extend calls the lock's Extend.
 func (h Hold) Extend(ctx context.Context, ttl time.Duration) error { return lost(h.L.Extend(ctx, ttl)) }

@@ -76,7 +76,10 @@ func (l *Lock) Nodes() []int { return slices.Clone(l.nodes) }
 // re-created its key ([WithReacquireOnExtend]), in the order the nodes
 // answered, one entry per re-create: a node that lost the key twice is
 // listed twice. A re-create whose answer came after its Extend had decided
-// is listed too. Without the option it is always empty. A chaos history
+// is listed too; one whose answer never came (the call timed out, and no
+// reply followed) is not, though the key may be back on the node: a later
+// extension finds it there and extends it. Without the option it is always
+// empty. A chaos history
 // records it, so that a checker can tell a re-create within validity from a
 // hold brought back after it ended. The slice is the caller's.
 func (l *Lock) Reacquired() []int {

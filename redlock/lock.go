@@ -236,7 +236,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 		// A key is re-created only within the validity: past it, another
 		// hold may have been granted by the nodes this one would re-create.
 		l.mu.Lock()
-		over := !start.Before(l.until)
+		over := pastValidity(start, l.until)
 		if !over {
 			l.reacquiring = true
 		}
@@ -282,7 +282,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 		return join(append([]error{ErrOutcomeUnknown}, errs...)...)
 	}
 	now := c.cfg.clock.Now()
-	if oks < c.quorum || !now.Before(until) || script == reacquireScript && !now.Before(valid) {
+	if oks < c.quorum || !now.Before(until) || script == reacquireScript && pastValidity(now, valid) {
 		// With re-creates, an extension that decides after the validity
 		// ran out may count keys it put back after another hold came and
 		// went: the hold is over, and a re-create does not revive it.
@@ -299,6 +299,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (rerr error) {
 	c.cfg.observer.Extended(l.a.key(), l.token)
 	return nil
 }
+
+// pastValidity reports whether now is at or past valid, the end of a
+// hold's validity: an extension that may re-create keys neither goes out
+// nor counts then (WithReacquireOnExtend).
+func pastValidity(now, valid time.Time) bool { return !now.Before(valid) }
 
 // reacquireSink counts reacquire.lua's answers: 1 (extended) and 2
 // (re-created) are a yes, and each 2 is noted on the hold, also one that

@@ -76,6 +76,9 @@ func Run(ctx context.Context, root, tmp string, m Mutant, c Chaos) (Result, erro
 	if m.Quiet {
 		args = append([]string{"chaos"}, QuietArgs...)
 	}
+	if m.Lock != "" {
+		args = append(args, "--lock", m.Lock)
+	}
 	args = append(append(args, "--seed", strconv.FormatUint(c.Seed, 10),
 		"--duration", c.Duration.String(), "--json", jsonPath, "--quiet", "--stop-on-violation"), c.Args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -131,7 +134,12 @@ func evidence(r report.Report) (time.Duration, string) {
 		fmt.Sprintf("%s, ops %v: %s", first.Property, first.Ops, first.Detail)
 }
 
-func name(m Mutant) string { return cmp.Or(m.Name, "original") }
+func name(m Mutant) string {
+	if m.Name == "" && m.Lock != "" {
+		return "original (" + m.Lock + ")"
+	}
+	return cmp.Or(m.Name, "original")
+}
 
 // lastLines returns the last n lines of s.
 func lastLines(s string, n int) string {

@@ -30,6 +30,9 @@ type Mutant struct {
 	// hunt's faults, which run nearly all the time, every breach of it
 	// would be excused.
 	Quiet bool
+	// Lock is the --lock of its chaos run ("": the default, fencedlock):
+	// a bug in an option shows only with the lock that has it on.
+	Lock string
 }
 
 // List returns the mutants, in the order a campaign runs them.
@@ -108,6 +111,18 @@ func List() []Mutant {
 			New: "local v = redis.call('GET', KEYS[1])\nif v == ARGV[1] or not v then\n" +
 				"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n  return 1\nend",
 			Description: "extend re-creates a key that vanished (expired, or lost by its node) instead of failing",
+		},
+		{
+			Name: "reacquire-past-validity", File: "redlock/lock.go", Lock: "fencedlock-reacquire",
+			Old:         "func pastValidity(now, valid time.Time) bool { return !now.Before(valid) }",
+			New:         "func pastValidity(now, valid time.Time) bool { return false }",
+			Description: "with WithReacquireOnExtend, an extension is sent, and counts, after the hold's validity ran out, re-creating its keys: a hold brought back after another came and went",
+		},
+		{
+			Name: "reacquire-counts-refusal", File: "redlock/scripts/reacquire.lua", Lock: "fencedlock-reacquire",
+			Old:         "if v then\n  return 0\nend\n",
+			New:         "",
+			Description: "with WithReacquireOnExtend, a node where another hold's value is reports a re-create (its SET NX wrote nothing): the extension counts a node that does not hold it",
 		},
 		{
 			Name: "validity-without-elapsed", File: "redlock/attempt.go",

@@ -82,16 +82,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "mutants: %d mutants, chaos --faults %s --seed %d, at most %v each\n",
 		len(ms), c.Faults, c.Seed, c.Duration)
 	if *baseline {
-		// The module as it is, under the campaign's run, and under the quiet
-		// one if a mutant runs quiet: each must come out clean.
+		// The module as it is, under the campaign's run, under the quiet
+		// one if a mutant runs quiet, and under the lock of a mutant that
+		// names one: each must come out clean.
 		originals := []mutants.Mutant{{}}
 		if slices.ContainsFunc(ms, func(m mutants.Mutant) bool { return m.Quiet }) {
 			originals = append(originals, mutants.Mutant{Quiet: true})
 		}
+		// And under each lock a mutant runs with.
+		var locks []string
+		for _, m := range ms {
+			if m.Lock != "" && !slices.Contains(locks, m.Lock) {
+				locks = append(locks, m.Lock)
+				originals = append(originals, mutants.Mutant{Lock: m.Lock})
+			}
+		}
 		for _, o := range originals {
 			label := "original"
-			if o.Quiet {
+			switch {
+			case o.Quiet:
 				label = "original (quiet)"
+			case o.Lock != "":
+				label = "original (" + o.Lock + ")"
 			}
 			r, err := mutants.Run(ctx, root, tmp, o, c)
 			if err != nil {

@@ -105,6 +105,7 @@ type Tally struct {
 	Calls         int // TryLock and Lock calls
 	Acquired      int // of them, those that returned a hold
 	Deadline      int // Lock calls that failed as their wait ran out (ctx deadline)
+	NodeErrors    int // TryLock calls refused with node errors among the answers (a node timed out)
 	Extended      int // successful Extends
 	Released      int // Unlocks that returned nil
 	Admitted      int // guarded writes admitted
@@ -116,6 +117,7 @@ func (t *Tally) add(o Tally) {
 	t.Calls += o.Calls
 	t.Acquired += o.Acquired
 	t.Deadline += o.Deadline
+	t.NodeErrors += o.NodeErrors
 	t.Extended += o.Extended
 	t.Released += o.Released
 	t.Admitted += o.Admitted
@@ -188,6 +190,9 @@ func (w Workload) worker(ctx context.Context, c *redlock.Client, g *fencing.Redi
 			t.Deadline++
 			continue
 		case errors.Is(err, redlock.ErrNotAcquired):
+			if ne := (*redlock.NodeError)(nil); errors.As(err, &ne) {
+				t.NodeErrors++ // a busy machine's node timeout
+			}
 			continue
 		default:
 			return t, err

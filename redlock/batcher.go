@@ -181,7 +181,8 @@ func (b *batcher) execSafely(batch []*op) {
 // in it, under at least that release's node timeout from now (mustReach).
 //
 // Every outcome from go-redis is noted for the node's health (see
-// health.go), before the call completes: a late reply lifts a mark before
+// health.go; but a deadline error that the call's group noted already: see
+// note), before the call completes: a late reply lifts a mark before
 // its step back is queued. Calls queued before their node was marked down
 // fail at once, not sent, as new ones do, releases but (see do).
 func (b *batcher) exec(batch []*op) {
@@ -195,6 +196,7 @@ func (b *batcher) exec(batch []*op) {
 			o.g.complete(o, nil, b.c.downErr(b.node))
 			continue
 		}
+		o.sentOpen = !o.completed.Load()
 		live = append(live, o)
 	}
 	if len(live) == 0 {
@@ -210,7 +212,7 @@ func (b *batcher) exec(batch []*op) {
 	if len(live) == 1 {
 		o := live[0]
 		v, err := o.script.Run(ctx, rdb, o.keys, o.args...).Result()
-		b.c.observe(b.node, err, o.g.timeout)
+		b.note(o, err)
 		o.g.complete(o, v, err)
 		return
 	}
@@ -225,9 +227,23 @@ func (b *batcher) exec(batch []*op) {
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = o.script.Run(ctx, rdb, o.keys, o.args...).Result() // loads it for the next time
 		}
-		b.c.observe(b.node, err, o.g.timeout)
+		b.note(o, err)
 		o.g.complete(o, v, err)
 	}
+}
+
+// note notes o's outcome from go-redis for its node's health (health.go).
+// A call still open when sent that its deadline completed since was noted
+// then, as a timeout (group.expire). A deadline error that go-redis reports
+// when that call ends (from a frozen node, once it runs again) is the same
+// failure seen late: noted again, it could mark the node down only then,
+// once other nodes' marks were lifted, and fail the calls queued behind it
+// on a node that answers.
+func (b *batcher) note(o *op, err error) {
+	if o.sentOpen && vague(err) && o.completed.Load() {
+		return
+	}
+	b.c.observe(b.node, err, o.g.timeout)
 }
 
 // wireContext is the context that live's pipeline runs under (see exec):

@@ -51,6 +51,7 @@ type op struct {
 	keys      []string
 	args      []any
 	completed atomic.Bool
+	sentOpen  bool // the worker sent it before it completed (batcher.note); the worker's own
 }
 
 // mustReach reports whether o must reach its node even after its deadline

@@ -20,10 +20,11 @@ import (
 )
 
 // transitions is a slog.Handler that counts the node down / node up
-// records per node and lets a test wait for one.
+// records per node, and the watchdog's failed extensions ("extension
+// failed"), and lets a test wait for one.
 type transitions struct {
 	mu      sync.Mutex     // protects counts, changed
-	counts  map[string]int // "down 2", "up 2"
+	counts  map[string]int // "down 2", "up 2", "extension failed"
 	changed chan struct{}  // closed and replaced on every record counted
 }
 
@@ -35,15 +36,27 @@ func (*transitions) Enabled(context.Context, slog.Level) bool { return true }
 func (h *transitions) WithAttrs([]slog.Attr) slog.Handler     { return h }
 func (h *transitions) WithGroup(string) slog.Handler          { return h }
 func (h *transitions) Handle(_ context.Context, r slog.Record) error {
-	var kind string
+	var what string
 	switch {
 	case strings.HasPrefix(r.Message, "redlock: node down"):
-		kind = "down"
+		what = "down " + nodeAttr(r)
 	case strings.HasPrefix(r.Message, "redlock: node up"):
-		kind = "up"
+		what = "up " + nodeAttr(r)
+	case strings.HasPrefix(r.Message, "redlock: extension failed"):
+		what = "extension failed"
 	default:
 		return nil
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[what]++
+	close(h.changed)
+	h.changed = make(chan struct{})
+	return nil
+}
+
+// nodeAttr is the node attribute of r.
+func nodeAttr(r slog.Record) string {
 	node := ""
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "node" {
@@ -51,12 +64,7 @@ func (h *transitions) Handle(_ context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.counts[kind+" "+node]++
-	close(h.changed)
-	h.changed = make(chan struct{})
-	return nil
+	return node
 }
 
 func (h *transitions) count(what string) int {

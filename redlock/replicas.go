@@ -107,7 +107,7 @@ func (b *batcher) execAcked(ctx context.Context, rdb redis.UniversalClient, live
 		if err == nil {
 			b.ran.Store(o.script, true)
 		}
-		b.c.observe(b.node, err, o.g.timeout)
+		b.note(o, err)
 		if err == nil && o.durable() {
 			err = ackErr
 		}
@@ -125,7 +125,7 @@ func (b *batcher) execAckedSource(ctx context.Context, rdb redis.UniversalClient
 		return nil
 	})
 	v, err := run.Result()
-	b.c.observe(b.node, err, o.g.timeout)
+	b.note(o, err)
 	if err == nil && o.durable() {
 		err = b.ackError(acks)
 	}

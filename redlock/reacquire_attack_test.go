@@ -814,20 +814,9 @@ func TestReacquireWithAShorterTTL(t *testing.T) {
 // with the option was sent, so the key it re-created on a node that had
 // refused the acquire goes too.
 func TestUnlockWithACancelledCtxReleasesRecreates(t *testing.T) {
-	nodes := redlocktest.Nodes(t, 3)
-	c, a := observedClient(t, nodes)
-	ctx := t.Context()
 	const key = "cancelled-unlock"
-	if err := nodes[2].Client().Set(ctx, key, "another-holder", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	l := tryLockAll(t, c, a, key, time.Minute)
-	if err := nodes[2].Client().Del(ctx, key).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := extendAll(t, l, a, time.Minute); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
+	nodes, a, l := reacquiredOnARefuser(t, key)
+	ctx := t.Context()
 	if got := reacquiredSoon(l, 1); len(got) != 1 || got[0] != 2 {
 		t.Fatalf("Reacquired() = %v, want [2]", got)
 	}

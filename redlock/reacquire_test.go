@@ -359,15 +359,14 @@ func TestReacquireCountsOnlyWhatItCreated(t *testing.T) {
 	}
 }
 
-// TestReacquireOnARefuserIsUnlocked: a node that refused the acquire (it
-// held another value then) and whose key is free at the Extend gets the
-// hold's key; Unlock, which leaves refusers out without the option, reaches
-// it.
-func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
+// reacquiredOnARefuser holds key on three nodes, node 2 of which refused
+// the acquire (another value held it) and lost that value since; an
+// Extend then re-created the hold's key there.
+func reacquiredOnARefuser(t *testing.T, key string) (redlocktest.NodeSet, *answers, *redlock.Lock) {
+	t.Helper()
 	nodes := redlocktest.Nodes(t, 3)
 	c, a := observedClient(t, nodes)
 	ctx := t.Context()
-	const key = "refuser"
 	if err := nodes[2].Client().Set(ctx, key, "another-holder", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +377,17 @@ func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
 	if err := extendAll(t, l, a, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
+	return nodes, a, l
+}
+
+// TestReacquireOnARefuserIsUnlocked: a node that refused the acquire (it
+// held another value then) and whose key is free at the Extend gets the
+// hold's key; Unlock, which leaves refusers out without the option, reaches
+// it.
+func TestReacquireOnARefuserIsUnlocked(t *testing.T) {
+	nodes, a, l := reacquiredOnARefuser(t, "refuser")
+	ctx := t.Context()
+	const key = "refuser"
 	if got := reacquiredSoon(l, 1); !slices.Equal(got, []int{2}) {
 		t.Errorf("Reacquired() = %v, want [2]", got)
 	}

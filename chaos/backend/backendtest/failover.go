@@ -148,7 +148,9 @@ func SetAndWait(t testing.TB, c *redis.Client, key string, timeout time.Duration
 	if err := c.Set(t.Context(), key, "v", 0).Err(); err != nil {
 		t.Fatalf("SET %s: %v", key, err)
 	}
-	n, err := c.Do(t.Context(), "WAIT", 1, max(1, timeout.Milliseconds())).Int64()
+	// Wait, not Do: go-redis then reads the reply for as long as WAIT
+	// may block, past the client's own ReadTimeout.
+	n, err := c.Wait(t.Context(), 1, max(time.Millisecond, timeout)).Result()
 	if err != nil {
 		t.Fatalf("WAIT: %v", err)
 	}

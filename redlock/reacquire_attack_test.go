@@ -21,6 +21,8 @@ import (
 // "Extensions that re-create") under delays, pauses, restarts and races.
 
 var (
+	//go:embed scripts/counter.lua
+	counterSource string
 	//go:embed scripts/reacquire.lua
 	reacquireSource string
 	//go:embed scripts/extend.lua
@@ -34,7 +36,7 @@ func isExtension(cmd redis.Cmder) bool {
 	if len(args) < 2 {
 		return false
 	}
-	for _, src := range []string{reacquireSource, extendSource} {
+	for _, src := range []string{counterSource + reacquireSource, extendSource} {
 		switch cmd.Name() {
 		case "evalsha":
 			if args[1] == redis.NewScript(src).Hash() {
@@ -149,7 +151,7 @@ func gatedClients(t *testing.T, nodes redlocktest.NodeSet, g *delayGate) []redis
 	for i, n := range nodes {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
-		for _, src := range []string{reacquireSource, extendSource} {
+		for _, src := range []string{counterSource + reacquireSource, extendSource} {
 			if err := redis.NewScript(src).Load(t.Context(), c).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +252,7 @@ func TestReacquireToAPausedNodeIsReleasedAfterUnlock(t *testing.T) {
 	forget(t, nodes, 0)
 	// Loaded, so that the frozen node's first call is the re-create itself,
 	// not an EVALSHA that a NOSCRIPT answer would have to follow.
-	if err := redis.NewScript(reacquireSource).Load(ctx, nodes[0].Client()).Err(); err != nil {
+	if err := redis.NewScript(counterSource + reacquireSource).Load(ctx, nodes[0].Client()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodes[0].Pause(); err != nil {

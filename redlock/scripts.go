@@ -8,8 +8,11 @@ import (
 
 // The scripts run through EVALSHA with an EVAL fallback (redis.Script.Run).
 // Those that read or change a key's waiting set have waiting.lua's
-// functions prepended.
+// functions prepended; those that lift a fence counter, counter.lua's.
 var (
+	//go:embed scripts/counter.lua
+	counterLua string
+
 	//go:embed scripts/waiting.lua
 	waitingLua string
 
@@ -27,11 +30,11 @@ var (
 
 	//go:embed scripts/raise.lua
 	raiseLua    string
-	raiseScript = redis.NewScript(raiseLua)
+	raiseScript = redis.NewScript(counterLua + raiseLua)
 
 	//go:embed scripts/heal.lua
 	healLua    string
-	healScript = redis.NewScript(healLua)
+	healScript = redis.NewScript(counterLua + healLua)
 
 	//go:embed scripts/extend.lua
 	extendLua    string
@@ -39,5 +42,5 @@ var (
 
 	//go:embed scripts/reacquire.lua
 	reacquireLua    string
-	reacquireScript = redis.NewScript(reacquireLua)
+	reacquireScript = redis.NewScript(counterLua + reacquireLua)
 )

@@ -37,6 +37,8 @@ const (
 )
 
 var (
+	//go:embed scripts/counter.lua
+	counterLua string
 	//go:embed scripts/raise.lua
 	raiseLua string
 	//go:embed scripts/heal.lua
@@ -49,7 +51,7 @@ var (
 	// knownScripts are fencedlock's script hashes, in kindNames order.
 	knownScripts = [...]string{
 		rawAcquire.Hash(), rawRelease.Hash(),
-		redis.NewScript(raiseLua).Hash(), redis.NewScript(healLua).Hash(), redis.NewScript(extendLua).Hash(),
+		redis.NewScript(counterLua + raiseLua).Hash(), redis.NewScript(counterLua + healLua).Hash(), redis.NewScript(extendLua).Hash(),
 		redis.NewScript(waitingLua + withdrawLua).Hash(),
 	}
 )

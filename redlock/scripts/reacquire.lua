@@ -5,8 +5,7 @@
 -- and nothing is written (0). The waiting set is not read: this is a hold
 -- that a quorum granted, not a new acquisition. The client sends it only while
 -- the hold's validity lasts, and counts a node only for a 1 or a 2.
--- Counters are compared as exact integers (two 10-digit halves), never as
--- doubles, which lose precision past 2^53.
+-- Counters are compared by below (counter.lua, prepended).
 -- KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] value, ARGV[2] ttl in milliseconds, ARGV[3] token
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
@@ -18,11 +17,6 @@ end
 local c = redis.call('GET', KEYS[2]) or '0'
 if not string.match(c, '^%d+$') then
   return redis.error_reply('fencedlock: fence counter ' .. KEYS[2] .. ' is not a counter')
-end
-local function below(a, b)
-  a, b = string.rep('0', 20 - #a) .. a, string.rep('0', 20 - #b) .. b
-  local ah, bh = tonumber(string.sub(a, 1, 10)), tonumber(string.sub(b, 1, 10))
-  return ah < bh or (ah == bh and tonumber(string.sub(a, 11)) < tonumber(string.sub(b, 11)))
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
 if below(c, ARGV[3]) then

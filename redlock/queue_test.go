@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencedlock/fencedlock/clock"
 	"github.com/fencedlock/fencedlock/redlock"
 )
@@ -428,5 +430,72 @@ func TestUnlockOfALostHoldWithALocalWaiter(t *testing.T) {
 	}
 	if n := r.holders(t, key, res.l.Value()); n < c.Quorum() {
 		t.Errorf("the waiter's hold is on %d nodes", n)
+	}
+}
+
+// A head whose Client's departed waiter still has its entry on the nodes
+// (older, its withdraw not arrived yet: sent behind the Client's other
+// calls, or after a NOSCRIPT) is refused where the key is free: that entry
+// is first there. The refusal enters the head's own entry in its place, so
+// the node would grant the head's next try; but no release will be
+// announced there. The head must count such refusals toward its wake-up,
+// as the announcements it would have had: on a strategy that sleeps an
+// hour, it must not sleep at all.
+func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
+	r := newRig(t, 3)
+	fake := clock.NewFake(epoch)
+	c := r.client(t, redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Hour)))
+	id := clientID(t, c)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	// A first wait, so that the Client listens for the key's releases:
+	// the next Lock's first refusal is then not followed by the look
+	// again that a fresh subscription makes.
+	r.holdByHand(t, "k", "other")
+	first := startLock(ctx, c, "k", time.Minute)
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused and asleep
+		t.Fatal(err)
+	}
+	r.awaitWaiting(t, "k", id)
+	for i := range r.clients {
+		r.releaseByHand(t, i, "k")
+	}
+	res, ok := awaitLock(t, first, 10*time.Second)
+	if !ok || res.err != nil {
+		t.Fatalf("the first wait: %v (returned %v)", res.err, ok)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The departed waiter's entry: a second older than the next wait,
+	// leased for an hour; the key free.
+	order, leases := waitKeys("k")
+	for i, rc := range r.clients {
+		now, err := rc.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.ZAdd(ctx, order, redis.Z{Score: float64(epoch.Add(-time.Second).UnixMilli()), Member: id}).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		if err := rc.ZAdd(ctx, leases, redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: id}).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	got := startLock(ctx, c, "k", time.Minute)
+	res, ok = awaitLock(t, got, 10*time.Second)
+	if !ok {
+		t.Fatalf("Lock did not return within 10s with the key free on every node: asleep for its hour (fake clock at %v)", fake.Now().Sub(epoch))
+	}
+	if res.err != nil {
+		t.Fatalf("Lock: %v", res.err)
+	}
+	if d := fake.Now().Sub(epoch); d != 0 {
+		t.Errorf("the fake clock moved %v: the test must not advance it", d)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -252,7 +252,7 @@ func TestReacquireToAPausedNodeIsReleasedAfterUnlock(t *testing.T) {
 	forget(t, nodes, 0)
 	// Loaded, so that the frozen node's first call is the re-create itself,
 	// not an EVALSHA that a NOSCRIPT answer would have to follow.
-	if err := redis.NewScript(counterSource + reacquireSource).Load(ctx, nodes[0].Client()).Err(); err != nil {
+	if err := redis.NewScript(counterSource+reacquireSource).Load(ctx, nodes[0].Client()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodes[0].Pause(); err != nil {

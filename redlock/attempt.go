@@ -184,8 +184,16 @@ func (a *attempt) answer(i int, v any, err error) {
 // announced there, so the refusal counts toward the head's wake-up as such
 // an announcement would (see waitQueues.freedByRefusal).
 func (a *attempt) freesForCaller(r reply) bool {
-	return r.err == nil && !r.granted && r.holder == "" && a.args[5].(int64) != 0 &&
+	return r.err == nil && !r.granted && r.holder == "" && a.waits() &&
 		r.first == strconv.FormatInt(a.args[2].(int64), 10)+" "+a.c.id
+}
+
+// waits reports whether the caller is a waiter: a refusal enters its place
+// (acquire.lua: its lease, the planned sleep and the slack, is not 0). The
+// slack alone is not the sign: a node timeout under a millisecond sends 0
+// for it, with a sleep of at least the drift floor.
+func (a *attempt) waits() bool {
+	return a.args[4].(int64)+a.args[5].(int64) > 0
 }
 
 // parse reads an acquire script's reply: {1, counter} or {0, pttl,
@@ -304,7 +312,7 @@ func (a *attempt) settle(r reply, state attemptState, token uint64) {
 // Unlock leaves that node out. Where the attempt was granted, the place
 // stays until the Unlock passes it on or ends it (see release.lua).
 func (a *attempt) served(r reply) {
-	if r.granted || r.err != nil || a.args[5].(int64) == 0 { // a TryLock has no place
+	if r.granted || r.err != nil || !a.waits() { // a TryLock has no place
 		return
 	}
 	a.c.withdraw(a.key(), a.args[2].(int64), a.timeout(), r.node)

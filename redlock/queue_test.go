@@ -437,10 +437,10 @@ func TestUnlockOfALostHoldWithALocalWaiter(t *testing.T) {
 // (older, its withdraw not arrived yet: sent behind the Client's other
 // calls, or after a NOSCRIPT) is refused where the key is free: that entry
 // is first there. The refusal enters the head's own entry in its place, so
-// the node would grant the head's next try; but no release will be
-// announced there. The head must count such refusals toward its wake-up,
-// as the announcements it would have had: on a strategy that sleeps an
-// hour, it must not sleep at all.
+// the node would grant the head's next try; but no release will come. The
+// refusal changed the node's first waiter with the key free, so the node
+// announces it, to the head itself: on a strategy that sleeps an hour, it
+// must not sleep at all.
 func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
 	r := newRig(t, 3)
 	fake := clock.NewFake(epoch)

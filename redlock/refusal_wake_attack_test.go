@@ -11,11 +11,10 @@ import (
 	"github.com/fencedlock/fencedlock/redlock"
 )
 
-// Attacks on the third kind of wake-up (waiters.go freedByRefusal,
-// attempt.go freesForCaller): the head's own try refused on a node where the
-// key is free and the head itself first after the refusal, because an entry
-// of its own Client at an older wait start (a waiter that left, its
-// withdraw not arrived yet) was first there.
+// A refusal whose entry replaces its own Client's older one (a waiter that
+// left, its withdraw not arrived yet) changes the node's first waiter with
+// the key free; acquire.lua announces it, as a withdraw does (see
+// docs/protocol.md, Claim 5). These tests pin who is told and who is not.
 
 // enterByHand puts member's entry in key's waiting set on every node, at
 // wait start since, leased for an hour on the node's clock: a waiter that
@@ -48,14 +47,8 @@ func (r *rig) enterByHand(t *testing.T, key, member string, since time.Time) {
 // withdraw, when it arrives, finds A's entry at another wait start and does
 // nothing (withdraw.lua announces only what it removed). B sleeps out its
 // hour with the key free and itself first on every node, and A's head
-// behind it.
-//
-// The node knows: the refusal changed its first waiter, with the key free
-// (acquire.lua could announce to the new first waiter, as withdraw.lua
-// does; that announcement, to the head's own Client, would also make
-// freesForCaller unnecessary).
-//
-// Fails 3/3 at 6da692f.
+// behind it — unless the refusal, which changed the node's first waiter with
+// the key free, announces it.
 func TestARefusalThatMakesAnotherClientFirstWakesIt(t *testing.T) {
 	r := newRig(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -124,8 +117,9 @@ func TestARefusalThatMakesAnotherClientFirstWakesIt(t *testing.T) {
 
 // TestARefusalByAnotherClientsEntryDoesNotWakeTheHead pins the other side
 // of the rule: a refusal with the key free where another Client's waiter
-// is first (older) does not count. Counted, it would wake the head at
-// once, its next try refused the same way: a loop of tries with no sleep.
+// is first (older), and stays first, announces nothing. Announced, it would
+// wake the head at once, its next try refused the same way: a loop of
+// tries with no sleep.
 // Here the head asks twice (its try, and the look again of its fresh
 // subscription) and then sleeps, however long one watches.
 func TestARefusalByAnotherClientsEntryDoesNotWakeTheHead(t *testing.T) {

@@ -11,6 +11,7 @@
 -- A grant leaves the caller's entry as it is: the attempt may still fail
 -- (too few grants), and then the caller still waits here. The entry goes
 -- with the Unlock of the hold (see release.lua), or at its lease's end.
+-- A refusal that, with the key free, changes the first waiter announces it.
 -- Returns {1, counter} when granted, {0, pttl, counter, holder, head} when
 -- refused: holder is the value that holds the key ('' if free: another
 -- waiter is first), head the first waiter ("since id", '' if none). Counters
@@ -44,8 +45,16 @@ if (not hs or older(since, id, hs, hid)) and redis.call('SET', KEYS[1], ARGV[1],
   return {1, redis.call('GET', KEYS[2])}
 end
 if lease > 0 then
+  local fs, fid = head(KEYS[3], '', '', KEYS[4])
   enter(KEYS[3], KEYS[4], since, id, t, lease)
   hs, hid = head(KEYS[3], '', '', KEYS[4])
+  -- The entry replaced its Client's older one (a waiter that left, whose
+  -- withdraw has not arrived) and the key is free: the first waiter
+  -- changed where nothing will be released, so it is told, as a withdraw
+  -- tells it (under this attempt's value: see waiting.lua's announce).
+  if pttl == -2 and (fs ~= hs or fid ~= hid) then
+    announce(KEYS[1], KEYS[3], KEYS[4], ARGV[1])
+  end
 end
 local first = ''
 if hs then

@@ -58,9 +58,19 @@ func TestMetrics(t *testing.T) {
 	_ = g.Admit(ctx, "r", l.Token()+1) // a newer holder's write
 	_ = g.Admit(ctx, "r", l.Token())   // this one's, late
 
-	// The re-create's answer may come after the Extend decided: collect
-	// until it is counted, or for a few seconds.
+	// The re-create's answer may come after the Extend decided, and a
+	// node's round trips are reported as its replies are read, which may
+	// be after the call decided without it: collect until every one is
+	// counted, or for a few seconds.
 	got := map[string]metricdata.Aggregation{}
+	everyNode := func() bool {
+		d, ok := got["fencedlock.node.round_trip"].(metricdata.Histogram[float64])
+		nodes := map[string]bool{}
+		for _, p := range d.DataPoints {
+			nodes[p.Attributes.Encoded(attribute.DefaultEncoder())] = p.Count > 0
+		}
+		return ok && nodes["fencedlock.node=0"] && nodes["fencedlock.node=1"] && nodes["fencedlock.node=2"]
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(ctx, &rm); err != nil {
@@ -72,7 +82,7 @@ func TestMetrics(t *testing.T) {
 				got[mt.Name] = mt.Data
 			}
 		}
-		if _, ok := got["fencedlock.reacquired"]; ok || time.Now().After(deadline) {
+		if _, ok := got["fencedlock.reacquired"]; ok && everyNode() || time.Now().After(deadline) {
 			break
 		}
 	}

@@ -2,11 +2,16 @@ package redlock_test
 
 import (
 	"context"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedlock/fencedlock/clock"
+	"github.com/fencedlock/fencedlock/redlock"
 )
 
 // TestARefusalAnnouncesOnlyAFirstWaiterChangedWithTheKeyFree runs
@@ -109,4 +114,125 @@ func TestARefusalAnnouncesOnlyAFirstWaiterChangedWithTheKeyFree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARefusedHeadThatIsFirstWakesWithoutPubSub: the head's own try is
+// refused where its Client's departed entry (a waiter that left, its
+// withdraw not arrived) was first with the key free; its entry replaced
+// that one, and the node would now grant it. Every reply says so (the key
+// free, the first waiter the head itself), but since the change to
+// acquire.lua the head counts only the node's pub/sub announcement of that
+// change, and pub/sub is lossy (a connection dropped and not yet back).
+// Here the Client's pub/sub connections are cut for the moment of the try,
+// and their reconnects held back until it is over: the announcements are
+// lost, and the head sleeps out its backoff (an hour, on a fake clock that
+// does not move) with the key free and itself first on every node, though
+// every reply told it. An announcement to another Client has no such reply
+// to fall back on; this one does (the client-side count the change removed).
+func TestARefusedHeadThatIsFirstWakesWithoutPubSub(t *testing.T) {
+	r := newRig(t, 3)
+	gate := &dialGate{open: make(chan struct{})}
+	close(gate.open)
+	fake := clock.NewFake(epoch)
+	c, err := redlock.New(hookedNodes(t, r, gate), redlock.WithClock(fake), redlock.WithRetry(fixedBackoff(time.Hour)),
+		redlock.WithNodeTimeout(max(250*time.Millisecond, 100*r.rtt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	id := clientID(t, c)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	// A first wait, so that the Client listens for the key's releases and
+	// its next Lock does not look again after subscribing.
+	r.holdByHand(t, "k", "other")
+	first := startLock(ctx, c, "k", time.Minute)
+	if err := fake.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.awaitWaiting(t, "k", id)
+	for i := range r.clients {
+		r.releaseByHand(t, i, "k")
+	}
+	res, ok := awaitLock(t, first, 10*time.Second)
+	if !ok || res.err != nil {
+		t.Fatalf("the first wait: %v (returned %v)", res.err, ok)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The departed waiter's entry, a second older; the key free. The
+	// Client's pub/sub connections cut, their reconnects held.
+	r.enterByHand(t, "k", id, epoch.Add(-time.Second))
+	gate.close()
+	defer gate.reopen()
+	channel := "fencedlock:released:" + id + ":k"
+	for i, rc := range r.clients {
+		if err := rc.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		if n, err := rc.PubSubNumSub(ctx, channel).Result(); err != nil || n[channel] != 0 {
+			t.Fatalf("node %d: %v subscribers (%v)", i, n[channel], err)
+		}
+	}
+	got := startLock(ctx, c, "k", time.Minute)
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused and asleep
+		t.Fatal(err)
+	}
+	r.awaitWaiting(t, "k", id)
+	gate.reopen()
+	res, ok = awaitLock(t, got, 10*time.Second)
+	if !ok {
+		cancel()
+		<-got
+		t.Fatalf("Lock did not return within 10s with the key free and itself first on every node (fake clock at %v)", fake.Now().Sub(epoch))
+	}
+	if res.err != nil {
+		t.Fatalf("Lock: %v", res.err)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dialGate holds back new connections while it is closed.
+type dialGate struct {
+	mu   sync.Mutex // protects open
+	open chan struct{}
+}
+
+func (g *dialGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = make(chan struct{})
+}
+
+func (g *dialGate) reopen() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+func (g *dialGate) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		g.mu.Lock()
+		open := g.open
+		g.mu.Unlock()
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return next(ctx, network, addr)
+	}
+}
+func (g *dialGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *dialGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

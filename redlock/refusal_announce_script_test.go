@@ -120,15 +120,15 @@ func TestARefusalAnnouncesOnlyAFirstWaiterChangedWithTheKeyFree(t *testing.T) {
 // refused where its Client's departed entry (a waiter that left, its
 // withdraw not arrived) was first with the key free; its entry replaced
 // that one, and the node would now grant it. Every reply says so (the key
-// free, the first waiter the head itself), but since the change to
-// acquire.lua the head counts only the node's pub/sub announcement of that
-// change, and pub/sub is lossy (a connection dropped and not yet back).
+// free, the first waiter the head itself), and the node's pub/sub
+// announcement of that change is lossy (a connection dropped and not yet
+// back): the head counts the reply too (attempt.freesForCaller).
 // Here the Client's pub/sub connections are cut for the moment of the try,
 // and their reconnects held back until it is over: the announcements are
-// lost, and the head sleeps out its backoff (an hour, on a fake clock that
-// does not move) with the key free and itself first on every node, though
-// every reply told it. An announcement to another Client has no such reply
-// to fall back on; this one does (the client-side count the change removed).
+// lost; counting the announcements alone, the head slept out its backoff
+// (an hour, on a fake clock that does not move) with the key free and
+// itself first on every node, though every reply told it. An announcement
+// to another Client has no such reply to fall back on; this one does.
 func TestARefusedHeadThatIsFirstWakesWithoutPubSub(t *testing.T) {
 	r := newRig(t, 3)
 	gate := &dialGate{open: make(chan struct{})}

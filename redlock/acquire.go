@@ -36,7 +36,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // waiter that dies or gives up loses its place by its own schedule (one
 // that gives up withdraws at once). A release announces itself to the
 // first waiter, which wakes once a quorum of nodes announced a release that
-// frees the key for it; it sleeps at most its backoff, and never past the
+// frees the key for it, or refused its try with the key free and it first;
+// it sleeps at most its backoff, and never past the
 // holder's TTL. Waiters for one key in one Client queue up first come first
 // served, and only the head of that queue is on the wire: the others count
 // each backoff of theirs as a refused try, and give up when their strategy

@@ -45,6 +45,7 @@ type reply struct {
 	counter   uint64        // the node's fence counter (after its INCR when granted)
 	holderTTL time.Duration // refused: what the holder's key has left
 	holder    string        // refused: the value that holds the key
+	first     string        // refused: the node's first waiter after the refusal ("since id", "" for none)
 	err       error
 	granted   bool
 }
@@ -162,6 +163,9 @@ func (a *attempt) answer(i int, v any, err error) {
 	replies := a.replies // this call is pending: not compacted
 	a.mu.Unlock()
 	replies <- r // buffered for one unread answer per node: never blocks
+	if a.freesForCaller(r) {
+		a.c.waiters.freedByRefusal(i, a.key(), a.args[2].(int64))
+	}
 	a.settle(r, state, token)
 	// Settled only once this answer's release or heal is queued: whoever
 	// waits for settled (see fail) may let Close stop the batchers next,
@@ -170,6 +174,18 @@ func (a *attempt) answer(i int, v any, err error) {
 	a.pending--
 	a.maybeSettleLocked()
 	a.mu.Unlock()
+}
+
+// freesForCaller reports whether r is a refusal after which the node would
+// grant the caller, a waiter, its next try: the key is free there and the
+// caller's entry, which the refusal entered, is first. Only an entry of the
+// caller's own Client at another wait start refuses so: its waiter left,
+// and its withdraw has not reached the node yet. No release will be
+// announced there, so the refusal counts toward the head's wake-up as such
+// an announcement would (see waitQueues.freedByRefusal).
+func (a *attempt) freesForCaller(r reply) bool {
+	return r.err == nil && !r.granted && r.holder == "" && a.waits() &&
+		r.first == strconv.FormatInt(a.args[2].(int64), 10)+" "+a.c.id
 }
 
 // waits reports whether the caller is a waiter: a refusal enters its place
@@ -196,6 +212,7 @@ func (a *attempt) parse(i int, v any, err error) reply {
 	case len(res) == 5 && asInt(res[0]) == 0:
 		r.holderTTL = max(msSat(asInt(res[1])), 0) // -2: free, another waiter is first
 		r.holder, _ = res[3].(string)
+		r.first, _ = res[4].(string)
 		r.counter, err = asCounter(res[2])
 	default:
 		err = fmt.Errorf("unexpected acquire reply %v", v)

@@ -439,8 +439,9 @@ func TestUnlockOfALostHoldWithALocalWaiter(t *testing.T) {
 // is first there. The refusal enters the head's own entry in its place, so
 // the node would grant the head's next try; but no release will come. The
 // refusal changed the node's first waiter with the key free, so the node
-// announces it, to the head itself: on a strategy that sleeps an hour, it
-// must not sleep at all.
+// announces it, to the head itself, and the refusal's reply says the same
+// (the head counts either): on a strategy that sleeps an hour, it must not
+// sleep at all.
 func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
 	r := newRig(t, 3)
 	fake := clock.NewFake(epoch)

@@ -349,6 +349,18 @@ func (w *waitQueues) announcedLocked(node int, q *keyQueue, msg string) {
 	w.freeLocked(node, q)
 }
 
+// freedByRefusal counts node toward the wake-up of key's head, if its wait
+// start is since: the head's own try was refused there with the key free
+// and the head first (see attempt.freesForCaller), so the node would grant
+// it now, as after a release announced to it.
+func (w *waitQueues) freedByRefusal(node int, key string, since int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil && len(q.waiters) > 0 && q.waiters[0].since == since {
+		w.freeLocked(node, q)
+	}
+}
+
 // freeLocked counts node as one that would grant the key to q's head; once
 // a quorum of nodes does, the head wakes.
 func (w *waitQueues) freeLocked(node int, q *keyQueue) {

@@ -254,12 +254,15 @@ func (r *runner) stopSelf() {
 func (r *runner) finish() int {
 	l := r.lock
 	switch {
-	case r.sup.empty: // it saw the tree end
 	case r.enforced: // fencedlock killed it and the tree (enforce)
+		// First: the supervisor, continued before its kill, may still have
+		// reported the tree's end, but it had not answered in time, and
+		// the run failed (its message said so).
 		if !r.lost {
 			unlock(l, r.stderr)
 			return exitFailure
 		}
+	case r.sup.empty: // it saw the tree end
 	default:
 		fmt.Fprintf(r.stderr, "fencedlock: the supervisor process died: what the command started may still run\n")
 		if !r.foreground && r.cmdPid > 0 {

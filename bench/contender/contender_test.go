@@ -116,7 +116,10 @@ func TestEveryLibraryLocksAndUnlocks(t *testing.T) {
 	for _, lib := range contender.Names() {
 		t.Run(lib, func(t *testing.T) {
 			ctx := t.Context()
-			l, err := contender.New(lib, as, contender.Config{TTL: 5 * time.Second})
+			// A node timeout roomy for a loaded machine: the test is about
+			// what each library does, not how fast; fencedlock-acks's WAIT
+			// gets half of it for the replicas' acknowledgements.
+			l, err := contender.New(lib, as, contender.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +178,7 @@ func TestFencedlockAcksWaitsForReplicas(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			l, err := contender.New(tc.lib, tc.nodes(t), contender.Config{})
+			l, err := contender.New(tc.lib, tc.nodes(t), contender.Config{NodeTimeout: time.Second}) // roomy, as above
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -450,25 +450,7 @@ func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
-	// A first wait, so that the Client listens for the key's releases:
-	// the next Lock's first refusal is then not followed by the look
-	// again that a fresh subscription makes.
-	r.holdByHand(t, "k", "other")
-	first := startLock(ctx, c, "k", time.Minute)
-	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused and asleep
-		t.Fatal(err)
-	}
-	r.awaitWaiting(t, "k", id)
-	for i := range r.clients {
-		r.releaseByHand(t, i, "k")
-	}
-	res, ok := awaitLock(t, first, 10*time.Second)
-	if !ok || res.err != nil {
-		t.Fatalf("the first wait: %v (returned %v)", res.err, ok)
-	}
-	if err := res.l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitOnce(ctx, t, r, c, fake, id, "k")
 
 	// The departed waiter's entry: a second older than the next wait,
 	// leased for an hour; the key free.
@@ -486,7 +468,7 @@ func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
 		}
 	}
 	got := startLock(ctx, c, "k", time.Minute)
-	res, ok = awaitLock(t, got, 10*time.Second)
+	res, ok := awaitLock(t, got, 10*time.Second)
 	if !ok {
 		t.Fatalf("Lock did not return within 10s with the key free on every node: asleep for its hour (fake clock at %v)", fake.Now().Sub(epoch))
 	}
@@ -495,6 +477,30 @@ func TestARefusalByADepartedWaitersEntryWakesTheHead(t *testing.T) {
 	}
 	if d := fake.Now().Sub(epoch); d != 0 {
 		t.Errorf("the fake clock moved %v: the test must not advance it", d)
+	}
+	if err := res.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitOnce makes c, on the fake clock fake, wait for key once (held by
+// hand, then released by hand on every node) and unlock it: the Client then
+// listens for key's releases, so that its next Lock's first refusal is not
+// followed by the look again that a fresh subscription makes. id is c's.
+func waitOnce(ctx context.Context, t *testing.T, r *rig, c *redlock.Client, fake *clock.Fake, id, key string) {
+	t.Helper()
+	r.holdByHand(t, key, "other")
+	first := startLock(ctx, c, key, time.Minute)
+	if err := fake.BlockUntilContext(ctx, 1); err != nil { // refused and asleep
+		t.Fatal(err)
+	}
+	r.awaitWaiting(t, key, id)
+	for i := range r.clients {
+		r.releaseByHand(t, i, key)
+	}
+	res, ok := awaitLock(t, first, 10*time.Second)
+	if !ok || res.err != nil {
+		t.Fatalf("the first wait: %v (returned %v)", res.err, ok)
 	}
 	if err := res.l.Unlock(ctx); err != nil {
 		t.Fatal(err)
